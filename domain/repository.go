@@ -1,0 +1,97 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// SessionRepository persists sessions. Every method is scoped by tenant:
+// an id from another tenant yields ErrNotFound.
+type SessionRepository interface {
+	// CreateSession stores s. s.ID, TenantID and OwnerID must be set; a
+	// duplicate id yields ErrConflict.
+	CreateSession(ctx context.Context, s *Session) error
+	// GetSession returns the session with id in tenant.
+	GetSession(ctx context.Context, tenantID, id string) (*Session, error)
+	// ListSessions returns the owner's sessions in tenant, filtered, sorted
+	// and paged by opts (which the repository normalizes).
+	ListSessions(ctx context.Context, tenantID, ownerID string, opts ListOptions) (Page[Session], error)
+	// UpdateSession replaces the title, model and updated time of the
+	// session identified by s.TenantID and s.ID.
+	UpdateSession(ctx context.Context, s *Session) error
+	// DeleteSession removes the session and, in the same step, its
+	// messages, checkpoints, artifacts and run events.
+	DeleteSession(ctx context.Context, tenantID, id string) error
+}
+
+// MessageRepository persists messages.
+type MessageRepository interface {
+	// CreateMessages stores all messages atomically: either every message
+	// is stored or none is. They must belong to one existing session of
+	// one tenant (ErrNotFound otherwise).
+	CreateMessages(ctx context.Context, msgs ...*Message) error
+	// GetMessage returns the message with id in tenant.
+	GetMessage(ctx context.Context, tenantID, id string) (*Message, error)
+	// ListMessages returns a session's messages oldest first.
+	ListMessages(ctx context.Context, tenantID, sessionID string, opts MessageListOptions) ([]Message, error)
+	// UpdateMessage replaces parts, status, run id, metadata, citations and
+	// updated time of the message identified by m.TenantID and m.ID.
+	UpdateMessage(ctx context.Context, m *Message) error
+	// Claim atomically marks a generating, unclaimed message as claimed by
+	// runID. Exactly one of any number of concurrent callers succeeds; the
+	// others get ErrConflict.
+	Claim(ctx context.Context, tenantID, messageID, runID string) error
+	// FailStale marks every message still generating or claimed whose
+	// UpdatedAt is before cutoff as failed with e, across all tenants, and
+	// returns how many it changed. The service calls it to recover from
+	// crashes.
+	FailStale(ctx context.Context, cutoff time.Time, e MessageError) (int, error)
+}
+
+// CheckpointRepository persists checkpoints of interrupted runs.
+type CheckpointRepository interface {
+	// SaveCheckpoint stores cp, replacing any checkpoint of the same message.
+	SaveCheckpoint(ctx context.Context, cp *Checkpoint) error
+	// GetCheckpoint returns the checkpoint of a message.
+	GetCheckpoint(ctx context.Context, tenantID, messageID string) (*Checkpoint, error)
+	// TakeCheckpoint atomically returns and deletes the checkpoint of a
+	// message; of concurrent callers exactly one gets it, the others get
+	// ErrNotFound.
+	TakeCheckpoint(ctx context.Context, tenantID, messageID string) (*Checkpoint, error)
+	// DeleteCheckpoint removes the checkpoint of a message, if any.
+	DeleteCheckpoint(ctx context.Context, tenantID, messageID string) error
+}
+
+// ArtifactRepository persists artifact metadata.
+type ArtifactRepository interface {
+	// SaveArtifact stores a; a duplicate id yields ErrConflict.
+	SaveArtifact(ctx context.Context, a *Artifact) error
+	// GetArtifact returns the artifact with id in tenant.
+	GetArtifact(ctx context.Context, tenantID, id string) (*Artifact, error)
+	// ListArtifacts returns a message's artifacts in creation order.
+	ListArtifacts(ctx context.Context, tenantID, messageID string) ([]Artifact, error)
+	// DeleteArtifact removes the artifact with id in tenant.
+	DeleteArtifact(ctx context.Context, tenantID, id string) error
+}
+
+// RunEventRepository is the append-only log of run events.
+type RunEventRepository interface {
+	// AppendRunEvents appends events of one run. Each Seq must be greater
+	// than every Seq already stored for that run (ErrConflict otherwise);
+	// the batch is stored atomically.
+	AppendRunEvents(ctx context.Context, events ...RunEvent) error
+	// ListRunEvents returns up to limit events of a run with Seq > afterSeq,
+	// in Seq order; limit 0 means all.
+	ListRunEvents(ctx context.Context, tenantID, runID string, afterSeq int64, limit int) ([]RunEvent, error)
+}
+
+// Repositories bundles the repositories of one store. Implementations that
+// cascade deletes across repositories (a session and its messages) must
+// share state, so they are created together.
+type Repositories struct {
+	Sessions    SessionRepository
+	Messages    MessageRepository
+	Checkpoints CheckpointRepository
+	Artifacts   ArtifactRepository
+	RunEvents   RunEventRepository
+}
