@@ -1,0 +1,254 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// Handler handles published events. Handle runs in the publisher's goroutine
+// (wrap slow handlers in an [Async]); it must not retain e after returning,
+// and must be safe for concurrent use.
+type Handler interface {
+	Handle(ctx context.Context, e Event) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, e Event) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, e Event) error { return f(ctx, e) }
+
+// HandlerError reports a handler that returned an error or panicked.
+type HandlerError struct {
+	// Kind is the event's kind.
+	Kind Kind
+	// Err is the error returned, or a description of the panic.
+	Err error
+	// Panic is the recovered value when the handler panicked.
+	Panic any
+	// Stack is the stack of a panicking handler.
+	Stack []byte
+}
+
+func (e *HandlerError) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("hooks: handler for %s panicked: %v", e.Kind, e.Panic)
+	}
+	return fmt.Sprintf("hooks: handler for %s: %v", e.Kind, e.Err)
+}
+
+func (e *HandlerError) Unwrap() error { return e.Err }
+
+// Options configure a Bus.
+type Options struct {
+	// OnError receives every handler error and panic. It must be safe for
+	// concurrent use. Nil logs them with slog.Default at error level.
+	OnError func(*HandlerError)
+}
+
+// Bus dispatches events to subscribed handlers. Publishing takes no lock:
+// subscriptions are copy-on-write. A nil *Bus is valid and drops everything,
+// so components can publish unconditionally.
+type Bus struct {
+	onError func(*HandlerError)
+
+	mu      sync.Mutex // serialises Subscribe, unsubscribe and Close
+	subs    atomic.Pointer[table]
+	nextID  uint64
+	closers []*Async
+	closed  atomic.Bool
+	dropped atomic.Uint64
+}
+
+type entry struct {
+	id uint64
+	h  Handler
+}
+
+// table is an immutable snapshot of the subscriptions.
+type table struct {
+	byKind map[Kind][]entry
+	all    []entry
+}
+
+// New returns an empty bus.
+func New(opts Options) *Bus {
+	b := &Bus{onError: opts.OnError}
+	if b.onError == nil {
+		b.onError = func(he *HandlerError) {
+			slog.Error("bichat event handler failed", "kind", string(he.Kind), "error", he.Error())
+		}
+	}
+	b.subs.Store(&table{byKind: map[Kind][]entry{}})
+	return b
+}
+
+// ErrClosed is returned by Subscribe on a closed bus.
+var ErrClosed = errors.New("hooks: bus closed")
+
+// Subscribe registers h for events of the given kinds, or for every event
+// when no kind is given. It returns a function that removes the
+// subscription; calling it more than once is harmless.
+func (b *Bus) Subscribe(h Handler, kinds ...Kind) (unsubscribe func(), err error) {
+	if b == nil {
+		return nil, errors.New("hooks: Subscribe on nil *Bus")
+	}
+	if h == nil {
+		return nil, errors.New("hooks: Subscribe with nil handler")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	b.nextID++
+	id := b.nextID
+	old := b.subs.Load()
+	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)+len(kinds)), all: old.all}
+	for k, v := range old.byKind {
+		nt.byKind[k] = v
+	}
+	if len(kinds) == 0 {
+		nt.all = append(append([]entry(nil), old.all...), entry{id, h})
+	}
+	seen := map[Kind]bool{}
+	for _, k := range kinds {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		nt.byKind[k] = append(append([]entry(nil), old.byKind[k]...), entry{id, h})
+	}
+	b.subs.Store(nt)
+	var once sync.Once
+	return func() { once.Do(func() { b.remove(id) }) }, nil
+}
+
+func (b *Bus) remove(id uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.subs.Load()
+	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)), all: without(old.all, id)}
+	for k, v := range old.byKind {
+		if w := without(v, id); len(w) > 0 {
+			nt.byKind[k] = w
+		}
+	}
+	b.subs.Store(nt)
+}
+
+func without(es []entry, id uint64) []entry {
+	out := make([]entry, 0, len(es))
+	for _, e := range es {
+		if e.id != id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SubscribeAsync wraps h in an [Async] handler with opts and subscribes it.
+// The bus's error handler receives the async handler's errors unless
+// opts.OnError is set, and Close drains its queue.
+func (b *Bus) SubscribeAsync(h Handler, opts AsyncOptions, kinds ...Kind) (*Async, error) {
+	if b == nil {
+		return nil, errors.New("hooks: SubscribeAsync on nil *Bus")
+	}
+	if opts.OnError == nil {
+		opts.OnError = b.onError
+	}
+	a := NewAsync(h, opts)
+	if _, err := b.Subscribe(a, kinds...); err != nil {
+		a.Close()
+		return nil, err
+	}
+	b.mu.Lock()
+	b.closers = append(b.closers, a)
+	b.mu.Unlock()
+	return a, nil
+}
+
+// Publish delivers e to every handler subscribed to its kind and to every
+// catch-all handler, in subscription order, in the calling goroutine.
+// Handler errors and panics go to the error handler; Publish itself never
+// fails. After Close, events are counted in Dropped and not delivered.
+func (b *Bus) Publish(ctx context.Context, e Event) {
+	if b == nil || e == nil {
+		return
+	}
+	if b.closed.Load() {
+		b.dropped.Add(1)
+		return
+	}
+	t := b.subs.Load()
+	if len(t.byKind) > 0 {
+		for _, s := range t.byKind[e.Kind()] {
+			b.call(ctx, s.h, e)
+		}
+	}
+	for _, s := range t.all {
+		b.call(ctx, s.h, e)
+	}
+}
+
+func (b *Bus) call(ctx context.Context, h Handler, e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.onError(&HandlerError{Kind: e.Kind(), Err: fmt.Errorf("panic: %v", r), Panic: r, Stack: debug.Stack()})
+		}
+	}()
+	if err := h.Handle(ctx, e); err != nil {
+		b.onError(&HandlerError{Kind: e.Kind(), Err: err})
+	}
+}
+
+// Dropped counts events published after Close.
+func (b *Bus) Dropped() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.dropped.Load()
+}
+
+// Close stops delivery and drains every async handler subscribed with
+// SubscribeAsync, waiting until their queues are empty. It is safe to call
+// more than once.
+func (b *Bus) Close() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	if b.closed.Swap(true) {
+		b.mu.Unlock()
+		return nil
+	}
+	closers := b.closers
+	b.closers = nil
+	b.mu.Unlock()
+	for _, a := range closers {
+		a.Close()
+	}
+	return nil
+}
+
+// Listen subscribes fn to every event of Go type E, e.g.
+//
+//	hooks.Listen(bus, func(ctx context.Context, e *hooks.ToolError) error { ... })
+//
+// E's Kind method is called on its zero value, so it must not read fields
+// (bichat's events satisfy this).
+func Listen[E Event](b *Bus, fn func(context.Context, E) error) (unsubscribe func(), err error) {
+	var zero E
+	kind := zero.Kind()
+	return b.Subscribe(HandlerFunc(func(ctx context.Context, e Event) error {
+		if te, ok := e.(E); ok {
+			return fn(ctx, te)
+		}
+		return nil
+	}), kind)
+}
