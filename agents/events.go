@@ -1,0 +1,274 @@
+package agents
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/bichat-go/bichat/domain"
+)
+
+// Event is one step of a run, yielded by Executor.Run and Executor.Resume.
+// The set is sealed: *RunStarted, *TextDelta, *ReasoningDelta,
+// *ToolCallStarted, *ToolCallFinished, *Interrupted, *UsageReported,
+// *RunFinished and *RunFailed. Switch on the concrete type:
+//
+//	switch e := ev.(type) {
+//	case *agents.TextDelta:
+//		fmt.Print(e.Text)
+//	case *agents.ToolCallFinished:
+//		render(e.Payload)
+//	}
+type Event interface {
+	// Header returns the fields every event has.
+	Header() *EventHeader
+	// Type returns the event's stable wire name, e.g. "text.delta".
+	Type() EventType
+	isEvent()
+}
+
+// EventType is the stable name of an event type, used in the run log and
+// as the SSE event name.
+type EventType string
+
+// Event types.
+const (
+	EventRunStarted       EventType = "run.started"
+	EventTextDelta        EventType = "text.delta"
+	EventReasoningDelta   EventType = "reasoning.delta"
+	EventToolCallStarted  EventType = "tool.started"
+	EventToolCallFinished EventType = "tool.finished"
+	EventInterrupted      EventType = "interrupted"
+	EventUsage            EventType = "usage"
+	EventRunFinished      EventType = "run.finished"
+	EventRunFailed        EventType = "run.failed"
+)
+
+// EventHeader is embedded in every event.
+type EventHeader struct {
+	// RunID identifies the run that produced the event. Events of a
+	// sub-agent carry the sub-agent's run id and ParentRunID.
+	RunID       string `json:"run_id"`
+	ParentRunID string `json:"parent_run_id,omitempty"`
+	// Agent names the sub-agent that produced the event; empty for the
+	// top-level agent.
+	Agent string `json:"agent,omitempty"`
+	// Seq increases by one with every event of a stream, sub-agent events
+	// included, starting at 1.
+	Seq  int64     `json:"seq"`
+	Time time.Time `json:"time"`
+}
+
+// Header returns h.
+func (h *EventHeader) Header() *EventHeader { return h }
+
+func (*EventHeader) isEvent() {}
+
+// RunStarted opens every run.
+type RunStarted struct {
+	EventHeader
+	Model     string `json:"model"`
+	SessionID string `json:"session_id,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	// ResumedFrom is the id of the interrupted run this run continues.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+}
+
+// TextDelta is a fragment of the assistant's answer.
+type TextDelta struct {
+	EventHeader
+	Text string `json:"text"`
+}
+
+// ReasoningDelta is a fragment of the model's visible reasoning.
+type ReasoningDelta struct {
+	EventHeader
+	Text string `json:"text"`
+}
+
+// ToolCallStarted is emitted when a tool call is about to run (or to be
+// refused: a ToolCallFinished with Error always follows).
+type ToolCallStarted struct {
+	EventHeader
+	CallID     string          `json:"call_id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Permission Permission      `json:"permission"`
+}
+
+// ToolCallFinished carries a tool call's outcome. Payload is the rich
+// result for the host; the model only saw Summary.
+type ToolCallFinished struct {
+	EventHeader
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	// Summary is exactly what the model received (after truncation).
+	Summary   string            `json:"summary"`
+	Truncated bool              `json:"truncated,omitempty"`
+	Payload   any               `json:"payload,omitempty"`
+	Artifacts []domain.Artifact `json:"artifacts,omitempty"`
+	Datasets  []string          `json:"datasets,omitempty"`
+	Citations []domain.Citation `json:"citations,omitempty"`
+	// Error is set when the call failed; ErrorCode is one of
+	// "invalid_arguments", "unknown_tool", "timeout", "panic", "cancelled",
+	// "denied", "limit", "not_run" or "error".
+	Error     string        `json:"error,omitempty"`
+	ErrorCode string        `json:"error_code,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// Interrupted ends a run that waits for the user: answers to Questions, or
+// a decision on Confirmation. Pass Checkpoint to Executor.Resume,
+// Executor.Approve or Executor.Deny.
+type Interrupted struct {
+	EventHeader
+	Kind         domain.CheckpointKind `json:"kind"`
+	Questions    []Question            `json:"questions,omitempty"`
+	Confirmation *ConfirmationRequest  `json:"confirmation,omitempty"`
+	Checkpoint   *Checkpoint           `json:"checkpoint"`
+}
+
+// UsageReported follows every model call.
+type UsageReported struct {
+	EventHeader
+	Turn  int          `json:"turn"`
+	Usage domain.Usage `json:"usage"`
+	// Total sums the run's model calls so far.
+	Total   domain.Usage `json:"total"`
+	CostUSD float64      `json:"cost_usd"`
+}
+
+// FinishReason says why a run finished.
+type FinishReason string
+
+// Finish reasons.
+const (
+	// FinishEndTurn: the model answered with text and no tool calls.
+	FinishEndTurn FinishReason = "end_turn"
+	// FinishFinalAnswer: the model called final_answer.
+	FinishFinalAnswer FinishReason = "final_answer"
+	// FinishMaxTurns: the run used all its model turns.
+	FinishMaxTurns FinishReason = "max_turns"
+	// FinishToolLimit: the run reached its tool-call cap.
+	FinishToolLimit FinishReason = "tool_limit"
+	// FinishMaxTokens: the answer was cut at the completion token limit.
+	FinishMaxTokens FinishReason = "max_tokens"
+	// FinishContentFilter: the provider withheld or cut the answer.
+	FinishContentFilter FinishReason = "content_filter"
+)
+
+// RunFinished closes a run that produced an answer.
+type RunFinished struct {
+	EventHeader
+	// Text is the final answer.
+	Text   string       `json:"text"`
+	Reason FinishReason `json:"reason"`
+	// Note explains a limit that ended the run; empty otherwise.
+	Note      string       `json:"note,omitempty"`
+	Usage     domain.Usage `json:"usage"`
+	Turns     int          `json:"turns"`
+	ToolCalls int          `json:"tool_calls"`
+	// Messages is the run's transcript: the user turn (absent on resumed
+	// runs), assistant messages and tool results, in order.
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// RunFailed closes a run that failed. The iterator yields the error itself
+// right after this event.
+type RunFailed struct {
+	EventHeader
+	// Code is "cancelled", "timeout", "model_error", "invalid_answer" or
+	// "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Err     error  `json:"-"`
+	// Messages is the transcript up to the failure.
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// Type returns EventRunStarted.
+func (*RunStarted) Type() EventType { return EventRunStarted }
+
+// Type returns EventTextDelta.
+func (*TextDelta) Type() EventType { return EventTextDelta }
+
+// Type returns EventReasoningDelta.
+func (*ReasoningDelta) Type() EventType { return EventReasoningDelta }
+
+// Type returns EventToolCallStarted.
+func (*ToolCallStarted) Type() EventType { return EventToolCallStarted }
+
+// Type returns EventToolCallFinished.
+func (*ToolCallFinished) Type() EventType { return EventToolCallFinished }
+
+// Type returns EventInterrupted.
+func (*Interrupted) Type() EventType { return EventInterrupted }
+
+// Type returns EventUsage.
+func (*UsageReported) Type() EventType { return EventUsage }
+
+// Type returns EventRunFinished.
+func (*RunFinished) Type() EventType { return EventRunFinished }
+
+// Type returns EventRunFailed.
+func (*RunFailed) Type() EventType { return EventRunFailed }
+
+// MarshalEvent encodes e as a JSON object with a "type" member followed by
+// the event's fields, the form stored in the run log and sent over SSE.
+func MarshalEvent(e Event) ([]byte, error) {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("agents: encode %s event: %w", e.Type(), err)
+	}
+	var b bytes.Buffer
+	b.Grow(len(body) + 32)
+	b.WriteString(`{"type":`)
+	tb, _ := json.Marshal(string(e.Type()))
+	b.Write(tb)
+	if len(body) > 2 {
+		b.WriteByte(',')
+		b.Write(body[1:])
+	} else {
+		b.WriteByte('}')
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalEvent decodes what MarshalEvent produced. Payloads decode as
+// generic JSON values (maps, slices, numbers as float64).
+func UnmarshalEvent(data []byte) (Event, error) {
+	var head struct {
+		Type EventType `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("agents: decode event: %w", err)
+	}
+	var e Event
+	switch head.Type {
+	case EventRunStarted:
+		e = new(RunStarted)
+	case EventTextDelta:
+		e = new(TextDelta)
+	case EventReasoningDelta:
+		e = new(ReasoningDelta)
+	case EventToolCallStarted:
+		e = new(ToolCallStarted)
+	case EventToolCallFinished:
+		e = new(ToolCallFinished)
+	case EventInterrupted:
+		e = new(Interrupted)
+	case EventUsage:
+		e = new(UsageReported)
+	case EventRunFinished:
+		e = new(RunFinished)
+	case EventRunFailed:
+		e = new(RunFailed)
+	default:
+		return nil, fmt.Errorf("agents: decode event: unknown type %q", head.Type)
+	}
+	if err := json.Unmarshal(data, e); err != nil {
+		return nil, fmt.Errorf("agents: decode %s event: %w", head.Type, err)
+	}
+	return e, nil
+}

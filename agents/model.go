@@ -1,0 +1,441 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/bichat-go/bichat/domain"
+)
+
+// Model is a language model. Implementations live in package providers (and
+// providers/scripted for tests and offline demos).
+//
+// Stream sends req and yields the response as it arrives. It must stop
+// promptly and release its resources (close the HTTP body) when ctx ends or
+// when the consumer stops ranging. Errors are yielded as the second value;
+// after an error the sequence ends. Stream must not modify req.
+type Model interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+	Info() ModelInfo
+}
+
+// ModelInfo describes a model.
+type ModelInfo struct {
+	// Provider is e.g. "openai", "anthropic", "gemini", "scripted".
+	Provider string `json:"provider"`
+	// Name is the model name sent to the provider.
+	Name string `json:"name"`
+	// ContextWindow is the maximum prompt plus completion size in tokens.
+	ContextWindow int `json:"context_window"`
+	// MaxOutputTokens is the largest completion the model produces.
+	MaxOutputTokens int          `json:"max_output_tokens,omitempty"`
+	Capabilities    Capabilities `json:"capabilities"`
+	Pricing         Pricing      `json:"pricing"`
+}
+
+// Capabilities say what a model supports.
+type Capabilities struct {
+	Tools         bool `json:"tools"`
+	ParallelTools bool `json:"parallel_tools"`
+	Vision        bool `json:"vision"`
+	Reasoning     bool `json:"reasoning"`
+	JSON          bool `json:"json"`
+}
+
+// Pricing is in US dollars per million tokens; zero means unknown.
+type Pricing struct {
+	InputPerMTok       float64 `json:"input_per_mtok"`
+	OutputPerMTok      float64 `json:"output_per_mtok"`
+	CachedInputPerMTok float64 `json:"cached_input_per_mtok"`
+	// CacheWritePerMTok prices tokens written to the prompt cache; zero
+	// means they cost InputPerMTok.
+	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
+}
+
+// Cost returns the price of u in US dollars.
+func (p Pricing) Cost(u domain.Usage) float64 {
+	cached := u.CachedTokens
+	write := u.CacheWriteTokens
+	plain := u.PromptTokens - cached - write
+	if plain < 0 {
+		plain = 0
+	}
+	writePrice := p.CacheWritePerMTok
+	if writePrice == 0 {
+		writePrice = p.InputPerMTok
+	}
+	cachedPrice := p.CachedInputPerMTok
+	if cachedPrice == 0 {
+		cachedPrice = p.InputPerMTok
+	}
+	return (float64(plain)*p.InputPerMTok + float64(cached)*cachedPrice +
+		float64(write)*writePrice + float64(u.CompletionTokens)*p.OutputPerMTok) / 1e6
+}
+
+// Message is one message of a model conversation. Parts reuse the domain
+// types, so provider data (reasoning signatures, opaque blocks) survives
+// persistence and checkpoints untouched.
+type Message struct {
+	Role  domain.Role   `json:"role"`
+	Parts []domain.Part `json:"parts"`
+}
+
+// UserMessage returns a user message with one text part.
+func UserMessage(text string) Message {
+	return Message{Role: domain.RoleUser, Parts: []domain.Part{domain.TextPart(text)}}
+}
+
+// AssistantMessage returns an assistant message with one text part.
+func AssistantMessage(text string) Message {
+	return Message{Role: domain.RoleAssistant, Parts: []domain.Part{domain.TextPart(text)}}
+}
+
+// Text returns the concatenation of the message's text parts.
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == domain.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the message's tool calls in order.
+func (m Message) ToolCalls() []domain.ToolCall {
+	var out []domain.ToolCall
+	for _, p := range m.Parts {
+		if p.Type == domain.PartToolCall && p.ToolCall != nil {
+			out = append(out, *p.ToolCall)
+		}
+	}
+	return out
+}
+
+// ToolChoiceMode says whether and how the model must call tools.
+type ToolChoiceMode string
+
+// Tool choice modes.
+const (
+	// ToolChoiceAuto lets the model decide (the default).
+	ToolChoiceAuto ToolChoiceMode = "auto"
+	// ToolChoiceNone forbids tool calls.
+	ToolChoiceNone ToolChoiceMode = "none"
+	// ToolChoiceRequired forces at least one tool call.
+	ToolChoiceRequired ToolChoiceMode = "required"
+	// ToolChoiceTool forces a call of the tool named in ToolChoice.Name.
+	ToolChoiceTool ToolChoiceMode = "tool"
+)
+
+// ToolChoice constrains tool use for one request. The zero value is auto.
+type ToolChoice struct {
+	Mode ToolChoiceMode `json:"mode,omitempty"`
+	Name string         `json:"name,omitempty"`
+}
+
+// Options tune one model request. Zero values mean the provider's default.
+type Options struct {
+	// Temperature is nil for the provider's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// MaxTokens caps the completion; 0 means the provider's default.
+	MaxTokens  int        `json:"max_tokens,omitempty"`
+	ToolChoice ToolChoice `json:"tool_choice,omitzero"`
+	// ParallelToolCalls, when non-nil, allows or forbids several tool
+	// calls in one turn.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// ReasoningBudget asks reasoning models for at most this many reasoning
+	// tokens; 0 means the provider's default.
+	ReasoningBudget int `json:"reasoning_budget,omitempty"`
+}
+
+// Request is one provider-neutral model call.
+type Request struct {
+	// System is the system prompt.
+	System   string     `json:"system,omitempty"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+	Options  Options    `json:"options,omitzero"`
+}
+
+// ChunkType says what a Chunk carries.
+type ChunkType uint8
+
+// Chunk types.
+const (
+	// ChunkText carries a text fragment in Text.
+	ChunkText ChunkType = iota + 1
+	// ChunkReasoning carries a reasoning fragment in Text, and/or a
+	// Signature fragment, and/or Opaque provider data, for the reasoning
+	// block numbered Index.
+	ChunkReasoning
+	// ChunkToolCall carries a fragment of a tool call in ToolCall.
+	ChunkToolCall
+	// ChunkUsage carries token usage; the last one of a response wins.
+	ChunkUsage
+	// ChunkStop carries the stop reason.
+	ChunkStop
+)
+
+// NoIndex marks a tool-call fragment that arrived without an index; it is
+// appended to the most recent call.
+const NoIndex = -1
+
+// Chunk is one piece of a streamed response.
+type Chunk struct {
+	Type ChunkType
+	// Text is the text or reasoning fragment.
+	Text string
+	// Index numbers reasoning blocks within the response.
+	Index int
+	// Signature is a fragment of a reasoning block's signature.
+	Signature string
+	// Provider names the source of Opaque.
+	Provider string
+	// Opaque is provider data for the reasoning block, kept verbatim; a
+	// later non-empty Opaque for the same block replaces an earlier one.
+	Opaque   json.RawMessage
+	ToolCall ToolCallDelta
+	Usage    domain.Usage
+	Stop     StopReason
+}
+
+// ToolCallDelta is a fragment of a streamed tool call. The first fragment
+// of a call brings its ID and Name; later ones bring Arguments pieces that
+// are concatenated in order.
+type ToolCallDelta struct {
+	// Index identifies the call within the response; NoIndex when the
+	// provider sent none. A fragment whose non-empty ID differs from the
+	// ID already seen at its Index starts a new call.
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+	Provider  string
+	// Opaque is provider data for the call (e.g. a thought signature).
+	Opaque json.RawMessage
+}
+
+// TextChunk returns a ChunkText chunk.
+func TextChunk(s string) Chunk { return Chunk{Type: ChunkText, Text: s} }
+
+// StopReason is the provider-neutral reason a response ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEndTurn       StopReason = "end_turn"
+	StopToolUse       StopReason = "tool_use"
+	StopMaxTokens     StopReason = "max_tokens"
+	StopContentFilter StopReason = "content_filter"
+	StopRefusal       StopReason = "refusal"
+	StopOther         StopReason = "other"
+)
+
+// Response is a complete model response.
+type Response struct {
+	// Message is the assistant message: parts in the order they started
+	// (reasoning, text, tool calls).
+	Message Message
+	Usage   domain.Usage
+	// Stop is the provider's stop reason; StopToolUse when the message has
+	// tool calls but the provider reported something else.
+	Stop StopReason
+}
+
+// Generate sends req to m and collects the whole response.
+func Generate(ctx context.Context, m Model, req *Request) (*Response, error) {
+	var acc Accumulator
+	for c, err := range m.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		if err := acc.Add(c); err != nil {
+			return nil, err
+		}
+	}
+	return acc.Response()
+}
+
+// Accumulator assembles streamed chunks into a Response. The zero value is
+// ready to use. It implements the fragment rules providers rely on: tool
+// calls keyed by index, a new id at a used index starts a new call, a
+// fragment without index extends the latest call, and empty arguments
+// become {}.
+type Accumulator struct {
+	parts []domain.Part
+	// calls tracks open tool calls: parts index by stream index.
+	calls     []callSlot
+	lastCall  int // parts index of the latest call, -1 when none
+	reasoning []reasonSlot
+	args      [][]byte // argument text, parallel to parts (lazily grown)
+	usage     domain.Usage
+	stop      StopReason
+	started   bool
+}
+
+type callSlot struct {
+	index int
+	part  int
+}
+
+type reasonSlot struct {
+	index int
+	part  int
+}
+
+// ErrMalformedStream reports chunks that cannot be assembled.
+var ErrMalformedStream = errors.New("agents: malformed model stream")
+
+// Add folds one chunk into the response.
+func (a *Accumulator) Add(c Chunk) error {
+	if !a.started {
+		a.started = true
+		a.lastCall = -1
+	}
+	switch c.Type {
+	case ChunkText:
+		if c.Text == "" {
+			return nil
+		}
+		if n := len(a.parts); n > 0 && a.parts[n-1].Type == domain.PartText {
+			a.parts[n-1].Text += c.Text
+			return nil
+		}
+		a.parts = append(a.parts, domain.TextPart(c.Text))
+	case ChunkReasoning:
+		pi := -1
+		for _, r := range a.reasoning {
+			if r.index == c.Index {
+				pi = r.part
+			}
+		}
+		if pi < 0 {
+			a.parts = append(a.parts, domain.Part{Type: domain.PartReasoning, Reasoning: &domain.Reasoning{}})
+			pi = len(a.parts) - 1
+			a.reasoning = append(a.reasoning, reasonSlot{index: c.Index, part: pi})
+		}
+		r := a.parts[pi].Reasoning
+		r.Text += c.Text
+		r.Signature += c.Signature
+		if len(c.Opaque) > 0 {
+			r.Opaque = append(json.RawMessage(nil), c.Opaque...)
+			r.Provider = c.Provider
+		} else if c.Provider != "" && r.Provider == "" {
+			r.Provider = c.Provider
+		}
+	case ChunkToolCall:
+		return a.addToolCall(c.ToolCall)
+	case ChunkUsage:
+		a.usage = c.Usage
+	case ChunkStop:
+		a.stop = c.Stop
+	default:
+		return fmt.Errorf("%w: unknown chunk type %d", ErrMalformedStream, c.Type)
+	}
+	return nil
+}
+
+func (a *Accumulator) addToolCall(d ToolCallDelta) error {
+	pi := -1
+	if d.Index == NoIndex {
+		pi = a.lastCall
+		if pi >= 0 && d.ID != "" && a.parts[pi].ToolCall.ID != "" && d.ID != a.parts[pi].ToolCall.ID {
+			pi = -1 // a new id without index: a new call
+		}
+	} else {
+		for i := len(a.calls) - 1; i >= 0; i-- {
+			if a.calls[i].index == d.Index {
+				pi = a.calls[i].part
+				break
+			}
+		}
+		if pi >= 0 && d.ID != "" && a.parts[pi].ToolCall.ID != "" && d.ID != a.parts[pi].ToolCall.ID {
+			pi = -1 // the provider reused the index for a new call
+		}
+	}
+	if pi < 0 {
+		if d.ID == "" && d.Name == "" && d.Arguments == "" {
+			return nil
+		}
+		a.parts = append(a.parts, domain.Part{Type: domain.PartToolCall, ToolCall: &domain.ToolCall{}})
+		pi = len(a.parts) - 1
+		a.calls = append(a.calls, callSlot{index: d.Index, part: pi})
+	}
+	a.lastCall = pi
+	tc := a.parts[pi].ToolCall
+	if d.ID != "" {
+		tc.ID = d.ID
+	}
+	if d.Name != "" {
+		tc.Name += d.Name
+	}
+	if d.Provider != "" {
+		tc.Provider = d.Provider
+	}
+	if len(d.Opaque) > 0 {
+		tc.Opaque = append(json.RawMessage(nil), d.Opaque...)
+	}
+	if d.Arguments != "" {
+		for len(a.args) <= pi {
+			a.args = append(a.args, nil)
+		}
+		a.args[pi] = append(a.args[pi], d.Arguments...)
+	}
+	return nil
+}
+
+// HasToolCalls reports whether any tool call has started.
+func (a *Accumulator) HasToolCalls() bool { return len(a.calls) > 0 }
+
+// Response returns the assembled response. Tool calls get their arguments
+// ("{}" when none arrived); a call without a name is an error. Arguments
+// that are not valid JSON are kept as a JSON string so the executor can
+// report them to the model as a tool error.
+func (a *Accumulator) Response() (*Response, error) {
+	resp := &Response{Usage: a.usage, Stop: a.stop}
+	parts := a.parts
+	nCalls := 0
+	for i := range parts {
+		p := &parts[i]
+		if p.Type != domain.PartToolCall {
+			continue
+		}
+		nCalls++
+		if p.ToolCall.Name == "" {
+			return nil, fmt.Errorf("%w: tool call %q without a name", ErrMalformedStream, p.ToolCall.ID)
+		}
+		var raw []byte
+		if i < len(a.args) {
+			raw = a.args[i]
+		}
+		p.ToolCall.Arguments = normalizeArguments(raw)
+	}
+	if nCalls > 0 && resp.Stop != StopToolUse {
+		resp.Stop = StopToolUse
+	}
+	if resp.Stop == "" {
+		resp.Stop = StopEndTurn
+	}
+	resp.Message = Message{Role: domain.RoleAssistant, Parts: parts}
+	return resp, nil
+}
+
+// normalizeArguments turns streamed argument text into JSON: empty or
+// whitespace means {}, valid JSON is kept as sent, anything else is wrapped
+// as a JSON string.
+func normalizeArguments(raw []byte) json.RawMessage {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(s) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(string(s))
+	return b
+}
