@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,17 +240,43 @@ func (r *run) prepareConfirmation(out *batchOutcome, parts []domain.Part, i int,
 			"not run: another question or confirmation is already pending; call it again after that is resolved")
 	}
 	exp := r.e.cfg.Now().Add(r.e.cfg.ConfirmationTTL)
-	hash := argsHash(c.Arguments)
+	// The token binds the canonical form of the arguments, which is what
+	// the checkpoint carries, so it still verifies after the host stored
+	// and re-encoded the checkpoint.
+	pending := c
+	pending.Arguments = canonicalArgs(c.Arguments)
+	hash := argsHash(pending.Arguments)
 	token, err := r.e.signer.issue(tokenClaims{Tenant: r.in.TenantID, User: r.in.UserID, Tool: c.Name, Call: c.ID,
 		Args: hash, Exp: exp.Unix()})
 	if err != nil {
 		return err
 	}
 	parts[i] = resultPart(c, "", false)
-	out.interrupt = &interruptInfo{kind: domain.CheckpointConfirmation, call: c, part: i, conf: &ConfirmationRequest{
+	out.interrupt = &interruptInfo{kind: domain.CheckpointConfirmation, call: pending, part: i, conf: &ConfirmationRequest{
 		Token: token, CallID: c.ID, Tool: c.Name, Description: spec.Description, Permission: spec.Permission,
-		Arguments: c.Arguments, ArgumentsHash: hash, ExpiresAt: time.Unix(exp.Unix(), 0)}}
+		Arguments: pending.Arguments, ArgumentsHash: hash, ExpiresAt: time.Unix(exp.Unix(), 0)}}
 	return r.emit(&ToolCallStarted{CallID: c.ID, Name: c.Name, Arguments: c.Arguments, Permission: spec.Permission})
+}
+
+// canonicalArgs returns tool arguments in a canonical JSON form: compact,
+// object keys sorted, strings escaped as encoding/json escapes them,
+// numbers kept verbatim. Storing a checkpoint re-encodes its raw JSON
+// (encoding/json compacts it and escapes <, > and &; a jsonb column also
+// reorders keys), so a hash of the bytes as the model sent them would no
+// longer match; a hash of the canonical form does. Invalid JSON is
+// returned unchanged.
+func canonicalArgs(args json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return args
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return args
+	}
+	return b
 }
 
 // runJobs runs calls concurrently (bounded by MaxParallelTools), emitting

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,9 @@ func (t *builtinTool) builtinKind() builtinKind { return t.kind }
 // Call is never reached through the executor, which handles built-ins
 // itself; it validates and reports misuse when called directly.
 func (t *builtinTool) Call(_ context.Context, args json.RawMessage) (Result, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
 	if err := t.validator.validate(args); err != nil {
 		return Result{}, err
 	}
@@ -175,6 +179,9 @@ func (t *taskTool) Spec() ToolSpec { return t.spec }
 func (t *taskTool) builtinKind() builtinKind { return builtinTask }
 
 func (t *taskTool) Call(_ context.Context, args json.RawMessage) (Result, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
 	if err := t.validator.validate(args); err != nil {
 		return Result{}, err
 	}

@@ -125,14 +125,14 @@ func (s *signer) verify(token string, want tokenClaims, now time.Time) (tokenCla
 	if !ok || p == "" || sig == "" {
 		return tokenClaims{}, ErrTokenMalformed
 	}
-	gotMAC, err := base64.RawURLEncoding.DecodeString(sig)
+	gotMAC, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil {
 		return tokenClaims{}, ErrTokenMalformed
 	}
 	if subtle.ConstantTimeCompare(gotMAC, s.mac(p)) != 1 {
 		return tokenClaims{}, ErrTokenForged
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(p)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(p)
 	if err != nil {
 		return tokenClaims{}, ErrTokenMalformed
 	}

@@ -169,8 +169,9 @@ type RunFinished struct {
 	Usage     domain.Usage `json:"usage"`
 	Turns     int          `json:"turns"`
 	ToolCalls int          `json:"tool_calls"`
-	// Messages is the run's transcript: the user turn (absent on resumed
-	// runs), assistant messages and tool results, in order.
+	// Messages is the run's transcript, starting with the user turn (also
+	// on resumed runs, whose transcript includes the interrupted part),
+	// then assistant messages and tool results, in order.
 	Messages []Message `json:"messages,omitempty"`
 }
 
@@ -220,6 +221,9 @@ func MarshalEvent(e Event) ([]byte, error) {
 	body, err := json.Marshal(e)
 	if err != nil {
 		return nil, fmt.Errorf("agents: encode %s event: %w", e.Type(), err)
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("agents: encode %s event: not an object (nil event?)", e.Type())
 	}
 	var b bytes.Buffer
 	b.Grow(len(body) + 32)

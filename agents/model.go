@@ -198,7 +198,7 @@ type Chunk struct {
 	Provider string
 	// Opaque is provider data for the reasoning block, kept verbatim; a
 	// later non-empty Opaque for the same block replaces an earlier one.
-	Opaque   json.RawMessage
+	Opaque   []byte
 	ToolCall ToolCallDelta
 	Usage    domain.Usage
 	Stop     StopReason
@@ -217,7 +217,7 @@ type ToolCallDelta struct {
 	Arguments string
 	Provider  string
 	// Opaque is provider data for the call (e.g. a thought signature).
-	Opaque json.RawMessage
+	Opaque []byte
 }
 
 // TextChunk returns a ChunkText chunk.
@@ -323,7 +323,7 @@ func (a *Accumulator) Add(c Chunk) error {
 		r.Text += c.Text
 		r.Signature += c.Signature
 		if len(c.Opaque) > 0 {
-			r.Opaque = append(json.RawMessage(nil), c.Opaque...)
+			r.Opaque = append([]byte(nil), c.Opaque...)
 			r.Provider = c.Provider
 		} else if c.Provider != "" && r.Provider == "" {
 			r.Provider = c.Provider
@@ -378,7 +378,7 @@ func (a *Accumulator) addToolCall(d ToolCallDelta) error {
 		tc.Provider = d.Provider
 	}
 	if len(d.Opaque) > 0 {
-		tc.Opaque = append(json.RawMessage(nil), d.Opaque...)
+		tc.Opaque = append([]byte(nil), d.Opaque...)
 	}
 	if d.Arguments != "" {
 		for len(a.args) <= pi {

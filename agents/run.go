@@ -123,8 +123,11 @@ func (r *run) meta() hooks.Meta {
 	}
 }
 
+// publish sends ev to the bus with a context that keeps the run's values
+// but is never cancelled, so the final events of a cancelled run still
+// reach handlers that do I/O.
 func (r *run) publish(ev hooks.Event) {
-	r.e.cfg.Bus.Publish(r.ctx, ev)
+	r.e.cfg.Bus.Publish(context.WithoutCancel(r.ctx), ev)
 }
 
 func (r *run) run(resumedFrom string) {
@@ -184,14 +187,29 @@ func (r *run) loop() error {
 		if wrapUp {
 			// The model called tools on a turn that forbade them: close the
 			// calls so the transcript stays valid, and stop.
+			// A final_answer among them is still an answer.
+			var answer string
 			parts := make([]domain.Part, len(calls))
 			for i, c := range calls {
+				if a, err := parseFinalAnswer(c.Arguments); c.Name == ToolFinalAnswer && err == nil && answer == "" {
+					answer = a
+					parts[i] = resultPart(c, "The answer was delivered to the user.", false)
+					continue
+				}
 				parts[i] = resultPart(c, "not run: the limit for this question was reached", true)
 			}
 			r.st.messages = append(r.st.messages, Message{Role: domain.RoleTool, Parts: parts})
 			reason, note := FinishMaxTurns, fmt.Sprintf("The agent stopped after %d model turns without a final answer.", r.st.turn)
 			if r.st.limitHit {
 				reason, note = FinishToolLimit, fmt.Sprintf("The agent stopped after reaching its limit of %d tool calls without a final answer.", cfg.MaxToolCalls)
+			}
+			if answer != "" {
+				note = strings.Replace(note, "without a final answer", "and answered with what it had", 1)
+				r.st.messages = append(r.st.messages, AssistantMessage(answer))
+				if err := r.emit(&TextDelta{Text: answer}); err != nil {
+					return err
+				}
+				text = answer
 			}
 			return r.finish(text, reason, note)
 		}
@@ -221,7 +239,11 @@ func (r *run) finish(text string, reason FinishReason, note string) error {
 		r.publish(&hooks.AgentFinish{Meta: r.meta(), Agent: r.e.cfg.Name, Reason: string(reason), Turns: r.st.turn,
 			ToolCalls: r.st.toolCalls, Usage: r.st.usage, Duration: r.e.cfg.Now().Sub(r.started)})
 	}
-	return r.emit(ev)
+	// The run is over whether or not the consumer reads this last event; a
+	// consumer that stops here must not turn it into a failure (agent.error
+	// after agent.finish).
+	_ = r.emit(ev)
+	return nil
 }
 
 // runMessages returns the messages this run added: for a new run the user

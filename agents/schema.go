@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -21,8 +23,11 @@ func schemaFor(t reflect.Type) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct && t.Kind() != reflect.Map {
+	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("input type %s must be a struct (tool arguments are a JSON object)", t)
+	}
+	if path := recursion(t, nil); path != "" {
+		return nil, fmt.Errorf("input type %s is recursive (%s); describe it with WithSchema instead", t, path)
 	}
 	r := jsonschema.Reflector{
 		Anonymous:      true,
@@ -53,6 +58,37 @@ func schemaFor(t reflect.Type) (json.RawMessage, error) {
 		}
 	}
 	return b, nil
+}
+
+// recursion returns a description of the first struct type that contains
+// itself (which the schema generator cannot inline), or "".
+func recursion(t reflect.Type, stack []reflect.Type) string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	for i, s := range stack {
+		if s == t {
+			names := make([]string, 0, len(stack)-i+1)
+			for _, x := range stack[i:] {
+				names = append(names, x.String())
+			}
+			return strings.Join(append(names, t.String()), " -> ")
+		}
+	}
+	stack = append(stack, t)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if p := recursion(f.Type, stack); p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 type argValidator struct {
@@ -116,15 +152,71 @@ func (v *argValidator) validate(args json.RawMessage) error {
 }
 
 func collectLeaves(e *validator.ValidationError, out *[]string) {
-	if len(e.Causes) == 0 {
-		loc := "(root)"
-		if len(e.InstanceLocation) > 0 {
-			loc = "/" + strings.Join(e.InstanceLocation, "/")
+	if len(e.Causes) > 0 {
+		for _, c := range e.Causes {
+			collectLeaves(c, out)
 		}
-		*out = append(*out, loc+": "+e.ErrorKind.LocalizedString(printer))
 		return
 	}
-	for _, c := range e.Causes {
-		collectLeaves(c, out)
+	loc := "/" + strings.Join(e.InstanceLocation, "/")
+	at := func(l, msg string) {
+		if l == "/" {
+			l = "(root)"
+		}
+		*out = append(*out, l+": "+msg)
 	}
+	child := func(name string) string {
+		if loc == "/" {
+			return "/" + name
+		}
+		return loc + "/" + name
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			at(child(m), "is required")
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			at(child(p), "is not a known property")
+		}
+	case *kind.Type:
+		at(loc, fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got))
+	case *kind.Minimum:
+		at(loc, fmt.Sprintf("must be at least %s (got %s)", ratString(k.Want), ratString(k.Got)))
+	case *kind.Maximum:
+		at(loc, fmt.Sprintf("must be at most %s (got %s)", ratString(k.Want), ratString(k.Got)))
+	case *kind.ExclusiveMinimum:
+		at(loc, fmt.Sprintf("must be greater than %s (got %s)", ratString(k.Want), ratString(k.Got)))
+	case *kind.ExclusiveMaximum:
+		at(loc, fmt.Sprintf("must be less than %s (got %s)", ratString(k.Want), ratString(k.Got)))
+	case *kind.MinLength:
+		at(loc, fmt.Sprintf("must be at least %d characters long (got %d)", k.Want, k.Got))
+	case *kind.MaxLength:
+		at(loc, fmt.Sprintf("must be at most %d characters long (got %d)", k.Want, k.Got))
+	case *kind.MinItems:
+		at(loc, fmt.Sprintf("must have at least %d items (got %d)", k.Want, k.Got))
+	case *kind.MaxItems:
+		at(loc, fmt.Sprintf("must have at most %d items (got %d)", k.Want, k.Got))
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			b, _ := json.Marshal(w)
+			want[i] = string(b)
+		}
+		at(loc, "must be one of "+strings.Join(want, ", "))
+	default:
+		at(loc, e.ErrorKind.LocalizedString(printer))
+	}
+}
+
+// ratString formats a schema number without grouping separators.
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	return strings.TrimRight(strings.TrimRight(r.FloatString(6), "0"), ".")
 }

@@ -43,7 +43,12 @@ func (p Permission) String() string {
 }
 
 // MarshalText encodes the permission as its name.
-func (p Permission) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+func (p Permission) MarshalText() ([]byte, error) {
+	if p > PermDestructive {
+		return nil, fmt.Errorf("agents: unknown permission %d", uint8(p))
+	}
+	return []byte(p.String()), nil
+}
 
 // UnmarshalText decodes "read", "write" or "destructive".
 func (p *Permission) UnmarshalText(b []byte) error {
@@ -91,8 +96,8 @@ func (s ToolSpec) Validate() error {
 	}
 	if len(s.Schema) > 0 {
 		var m map[string]any
-		if err := json.Unmarshal(s.Schema, &m); err != nil {
-			return fmt.Errorf("agents: tool %s schema is not a JSON object: %w", s.Name, err)
+		if err := json.Unmarshal(s.Schema, &m); err != nil || m == nil {
+			return fmt.Errorf("agents: tool %s schema is not a JSON object", s.Name)
 		}
 	}
 	if s.Permission > PermDestructive {

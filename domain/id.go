@@ -61,9 +61,9 @@ func formatUUID(u [16]byte) string {
 }
 
 // ValidID reports whether s is a well-formed id: a UUID in canonical,
-// lower- or upper-case hexadecimal form (any version). Hosts that bring
-// their own tenant or user ids are not held to this; it applies to the ids
-// bichat generates (sessions, messages, runs, checkpoints, artifacts).
+// lower-case hexadecimal form (any version), as NewID makes. The service
+// requires it of session, message and run ids it receives; tenant and user
+// ids come from the host and follow ValidName instead.
 func ValidID(s string) bool {
 	if len(s) != 36 {
 		return false
@@ -85,7 +85,7 @@ func ValidID(s string) bool {
 }
 
 func isHex(c byte) bool {
-	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f')
 }
 
 // ValidName reports whether s is usable as a tenant or user id supplied by

@@ -96,8 +96,10 @@ func NewPage[T any](all []T, opts ListOptions) Page[T] {
 	if opts.PageSize > 0 {
 		p.TotalPages = (len(all) + opts.PageSize - 1) / opts.PageSize
 	}
-	start := (opts.Page - 1) * opts.PageSize
-	if start < len(all) {
+	// Comparing the page with TotalPages, rather than the offset with
+	// len(all), keeps a huge Page from overflowing the offset.
+	if opts.Page >= 1 && opts.Page <= p.TotalPages {
+		start := (opts.Page - 1) * opts.PageSize
 		end := min(start+opts.PageSize, len(all))
 		p.Items = append(make([]T, 0, end-start), all[start:end]...)
 	} else {

@@ -91,8 +91,9 @@ type Reasoning struct {
 	// Provider names the provider that produced Opaque (e.g. "anthropic").
 	Provider string `json:"provider,omitempty"`
 	// Opaque is provider data (redacted thinking, encrypted content) that
-	// must round-trip untouched.
-	Opaque json.RawMessage `json:"opaque,omitempty"`
+	// must round-trip untouched. It is bytes, not JSON, so no encoder or
+	// database column can reformat it (JSON encodes it as base64).
+	Opaque []byte `json:"opaque,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.
@@ -104,8 +105,8 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 	// Provider and Opaque carry provider data attached to the call (e.g. a
 	// Gemini thought signature) that must be sent back unchanged.
-	Provider string          `json:"provider,omitempty"`
-	Opaque   json.RawMessage `json:"opaque,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Opaque   []byte `json:"opaque,omitempty"`
 }
 
 // ToolResult is the outcome of a tool call as the model sees it.
@@ -230,8 +231,8 @@ type Usage struct {
 	TotalTokens     int `json:"total_tokens"`
 }
 
-// Add returns the field-wise sum of u and v. TotalTokens is recomputed when
-// both sides left it zero.
+// Add returns the field-wise sum of u and v. A side whose TotalTokens is
+// zero counts as PromptTokens + CompletionTokens.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		PromptTokens:     u.PromptTokens + v.PromptTokens,

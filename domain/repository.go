@@ -14,7 +14,8 @@ type SessionRepository interface {
 	// GetSession returns the session with id in tenant.
 	GetSession(ctx context.Context, tenantID, id string) (*Session, error)
 	// ListSessions returns the owner's sessions in tenant, filtered, sorted
-	// and paged by opts (which the repository normalizes).
+	// and paged by opts (which the repository normalizes). Title search and
+	// title sorting ignore case; ties are broken by id so pages are stable.
 	ListSessions(ctx context.Context, tenantID, ownerID string, opts ListOptions) (Page[Session], error)
 	// UpdateSession replaces the title, model and updated time of the
 	// session identified by s.TenantID and s.ID.
@@ -27,12 +28,14 @@ type SessionRepository interface {
 // MessageRepository persists messages.
 type MessageRepository interface {
 	// CreateMessages stores all messages atomically: either every message
-	// is stored or none is. They must belong to one existing session of
-	// one tenant (ErrNotFound otherwise).
+	// is stored or none is. They must belong to one session of one tenant
+	// (ErrInvalid otherwise) and that session must exist (ErrNotFound).
 	CreateMessages(ctx context.Context, msgs ...*Message) error
 	// GetMessage returns the message with id in tenant.
 	GetMessage(ctx context.Context, tenantID, id string) (*Message, error)
-	// ListMessages returns a session's messages oldest first.
+	// ListMessages returns a session's messages oldest first. Before is
+	// applied first, then Limit keeps the most recent. An unknown session
+	// or Before id yields ErrNotFound; a negative Limit ErrInvalid.
 	ListMessages(ctx context.Context, tenantID, sessionID string, opts MessageListOptions) ([]Message, error)
 	// UpdateMessage replaces parts, status, run id, metadata, citations and
 	// updated time of the message identified by m.TenantID and m.ID.
@@ -41,10 +44,10 @@ type MessageRepository interface {
 	// runID. Exactly one of any number of concurrent callers succeeds; the
 	// others get ErrConflict.
 	Claim(ctx context.Context, tenantID, messageID, runID string) error
-	// FailStale marks every message still generating or claimed whose
-	// UpdatedAt is before cutoff as failed with e, across all tenants, and
-	// returns how many it changed. The service calls it to recover from
-	// crashes.
+	// FailStale marks every message with status generating (claimed or
+	// not) whose UpdatedAt is before cutoff as failed with e, across all
+	// tenants, and returns how many it changed. Messages awaiting input are
+	// not touched. The service calls it to recover from crashes.
 	FailStale(ctx context.Context, cutoff time.Time, e MessageError) (int, error)
 }
 
@@ -58,7 +61,8 @@ type CheckpointRepository interface {
 	// message; of concurrent callers exactly one gets it, the others get
 	// ErrNotFound.
 	TakeCheckpoint(ctx context.Context, tenantID, messageID string) (*Checkpoint, error)
-	// DeleteCheckpoint removes the checkpoint of a message, if any.
+	// DeleteCheckpoint removes the checkpoint of a message; ErrNotFound when
+	// there is none.
 	DeleteCheckpoint(ctx context.Context, tenantID, messageID string) error
 }
 
@@ -81,7 +85,8 @@ type RunEventRepository interface {
 	// the batch is stored atomically.
 	AppendRunEvents(ctx context.Context, events ...RunEvent) error
 	// ListRunEvents returns up to limit events of a run with Seq > afterSeq,
-	// in Seq order; limit 0 means all.
+	// in Seq order; limit 0 means all. An unknown run, or another tenant's,
+	// yields an empty slice.
 	ListRunEvents(ctx context.Context, tenantID, runID string, afterSeq int64, limit int) ([]RunEvent, error)
 }
 

@@ -49,7 +49,7 @@ type Call struct {
 	// executor reads that as {}).
 	Args string
 	// Opaque is provider data attached to the call, to test round trips.
-	Opaque json.RawMessage
+	Opaque []byte
 }
 
 // CallJSON returns a Call whose arguments are the JSON encoding of v. It

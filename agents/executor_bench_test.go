@@ -1,0 +1,132 @@
+package agents_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bichat-go/bichat/agents"
+	"github.com/bichat-go/bichat/hooks"
+	"github.com/bichat-go/bichat/providers/scripted"
+)
+
+type benchSalesIn struct {
+	Region string `json:"region"`
+	Year   int    `json:"year" jsonschema:"minimum=2000,maximum=2100"`
+}
+
+type benchSalesOut struct {
+	Region string  `json:"region"`
+	Total  float64 `json:"total"`
+	Orders int     `json:"orders"`
+}
+
+type benchFXIn struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+type benchFXOut struct {
+	Rate float64 `json:"rate"`
+}
+
+type benchNoteIn struct {
+	Text string `json:"text"`
+}
+
+// benchHistory returns n alternating user and assistant messages of about
+// 200 bytes each.
+func benchHistory(n int) []agents.Message {
+	const filler = "Quarterly revenue for the EMEA region rose on the back of strong subscription renewals, " +
+		"while hardware sales were flat; the board asked for a breakdown by product line and currency. "
+	h := make([]agents.Message, n)
+	for i := range h {
+		text := fmt.Sprintf("%d: %s%s", i, filler, filler)[:200]
+		if i%2 == 0 {
+			h[i] = agents.UserMessage(text)
+		} else {
+			h[i] = agents.AssistantMessage(text)
+		}
+	}
+	return h
+}
+
+// benchSetup builds an executor whose every run is one ReAct turn with
+// three tool calls (two parallel-safe, one not) and a short final answer:
+// two model calls and three tool calls.
+func benchSetup(b *testing.B, bus *hooks.Bus) (*agents.Executor, *scripted.Model, agents.Input) {
+	b.Helper()
+	sales := mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
+		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
+			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
+		}, agents.WithParallel()))
+	fx := mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
+		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
+			return benchFXOut{Rate: 1.0842}, nil
+		}, agents.WithParallel()))
+	note := mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
+		func(_ context.Context, in benchNoteIn) (string, error) {
+			return "saved", nil
+		}))
+	m := &scripted.Model{ChunkSize: 32, Turns: []scripted.Turn{
+		{Text: "Let me fetch the figures.", ToolCalls: []scripted.Call{
+			{ID: "call_1", Name: "sales_total", Args: `{"region":"EMEA","year":2025}`},
+			{ID: "call_2", Name: "fx_rate", Args: `{"from":"EUR","to":"USD"}`},
+			{ID: "call_3", Name: "save_note", Args: `{"text":"EMEA 2025 in USD"}`},
+		}},
+		{Text: "EMEA sales in 2025 were 1.34 M$ over 321 orders."},
+	}}
+	e, err := agents.NewExecutor(agents.Config{Model: m, System: "You are a data analyst.", Bus: bus,
+		Tools: []agents.Tool{sales, fx, note}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := agents.Input{RunID: "bench-run", TenantID: "t", UserID: "u", SessionID: "s",
+		History: benchHistory(50), Message: agents.UserMessage("What were EMEA sales in 2025, in dollars?")}
+	return e, m, in
+}
+
+func runBench(b *testing.B, bus *hooks.Bus) {
+	e, m, in := benchSetup(b, bus)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		// Reset restarts the script and truncates the recorded requests
+		// (a mutex and a reslice, no allocation), so it stays in the loop.
+		m.Reset()
+		var last agents.Event
+		tools := 0
+		for ev, err := range e.Run(ctx, in) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if f, ok := ev.(*agents.ToolCallFinished); ok {
+				if f.Error != "" {
+					b.Fatalf("tool %s failed: %s", f.Name, f.Error)
+				}
+				tools++
+			}
+			last = ev
+		}
+		rf, ok := last.(*agents.RunFinished)
+		if !ok || tools != 3 || rf.Turns != 2 || !strings.HasPrefix(rf.Text, "EMEA sales") {
+			b.Fatalf("unexpected run: last %T, %d tools", last, tools)
+		}
+	}
+}
+
+// BenchmarkExecutorTurn measures one run: 50 history messages, one turn
+// with three tool calls (two in parallel), then a short answer.
+func BenchmarkExecutorTurn(b *testing.B) { runBench(b, nil) }
+
+// BenchmarkExecutorTurnWithBus is BenchmarkExecutorTurn with a bus that has
+// one no-op subscriber.
+func BenchmarkExecutorTurnWithBus(b *testing.B) {
+	bus := hooks.New(hooks.Options{})
+	defer bus.Close()
+	if _, err := bus.Subscribe(hooks.HandlerFunc(func(context.Context, hooks.Event) error { return nil })); err != nil {
+		b.Fatal(err)
+	}
+	runBench(b, bus)
+}

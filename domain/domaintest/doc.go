@@ -1,0 +1,70 @@
+// Package domaintest is the conformance suite for implementations of the
+// repository interfaces in package domain. Every implementation (the
+// in-memory store in domain/memory, a database adapter) runs it from its
+// own tests:
+//
+//	package pgstore_test
+//
+//	func TestRepositories(t *testing.T) {
+//		domaintest.RunRepositoryTests(t, func(t *testing.T) domain.Repositories {
+//			db := openEmptySchema(t) // a fresh schema, dropped in t.Cleanup
+//			return pgstore.New(db).Repositories()
+//		})
+//	}
+//
+// The factory is called once per subtest and subtests run in parallel, so
+// each call must return repositories over an empty store of its own. Run
+// the suite with the race detector (go test -race): several subtests
+// race goroutines against Claim and TakeCheckpoint.
+//
+// # What the suite requires
+//
+// Beyond the contracts documented on the interfaces in package domain, the
+// suite pins down these choices, which an adapter must match:
+//
+//   - Errors match the domain sentinels with errors.Is: ErrInvalid for bad
+//     input, ErrNotFound for unknown ids and for ids of another tenant,
+//     ErrConflict for duplicate ids, lost races and stale run event
+//     sequences.
+//   - Session and message ids must pass domain.ValidID; checkpoint and
+//     artifact ids must be non-empty. Everything needs a tenant id,
+//     sessions an owner id, checkpoints and artifacts a message id.
+//   - CreateMessages rejects, with ErrInvalid, a batch whose messages
+//     differ in tenant or session or have an unknown role or status.
+//   - ListMessages orders by CreatedAt and then by insertion order (not by
+//     id); it returns ErrNotFound for a session that does not exist in the
+//     tenant and for a Before id that is not a message of the session, and
+//     ErrInvalid for a negative Limit.
+//   - ListSessions breaks ties in the sort field so that paging through
+//     equal values neither repeats nor skips a session.
+//   - UpdateMessage rejects an unknown status with ErrInvalid and keeps
+//     Role, SessionID, Attachments and CreatedAt.
+//   - Claim sets UpdatedAt to the store's current time and rejects an
+//     empty run id with ErrInvalid.
+//   - FailStale affects generating messages with UpdatedAt strictly before
+//     the cutoff, in every tenant, and keeps the rest of each message.
+//   - DeleteCheckpoint and DeleteArtifact return ErrNotFound when there is
+//     nothing to delete.
+//   - AppendRunEvents rejects a Seq below 1, an empty run or tenant id, and
+//     a batch that mixes runs or tenants with ErrInvalid; ListRunEvents
+//     returns an empty slice, not an error, for an unknown run or another
+//     tenant's run, and ErrInvalid for a negative limit.
+//
+// # Comparisons
+//
+// Times are compared as instants (time zone and monotonic reading are
+// ignored). Fixture times are whole milliseconds after 2026-01-01, so a
+// store with microsecond precision round-trips them. Nil and empty slices
+// and maps compare equal. Provider data (ToolCall.Opaque, Reasoning.Opaque)
+// is bytes and must come back byte for byte. Raw JSON fields
+// (ToolCall.Arguments, Checkpoint.Data, RunEvent.Data) must too: the
+// fixtures are compact JSON with unsorted keys and \u escapes, so storing
+// them as text, json or bytea, or inside a document written with
+// encoding/json, passes, while a PostgreSQL jsonb column, which reorders
+// keys and rewrites escapes, does not.
+//
+// Where tenant B creates data that reuses one of tenant A's ids (a session,
+// message or artifact id, the message id of a checkpoint, a run id), the
+// suite accepts success or failure and checks only that tenant A's data
+// is unchanged.
+package domaintest

@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bichat-go/bichat/domain"
+)
+
+// SaveCheckpoint stores a copy of cp as the checkpoint of message
+// cp.MessageID in cp.TenantID, replacing any checkpoint that message
+// already has. ID, TenantID and MessageID must be non-empty, otherwise the
+// error matches domain.ErrInvalid. The message itself need not exist. A
+// zero CreatedAt is set to the current time, in cp as well as in the
+// stored copy.
+func (s *Store) SaveCheckpoint(ctx context.Context, cp *domain.Checkpoint) error {
+	const op = "save checkpoint"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	if cp == nil {
+		return fmt.Errorf("memory: %s: %w", op, domain.Invalid("checkpoint", "is required"))
+	}
+	var ve domain.ValidationError
+	if cp.ID == "" {
+		ve.Add("checkpoint.id", "is required")
+	}
+	if cp.TenantID == "" {
+		ve.Add("checkpoint.tenant_id", "is required")
+	}
+	if cp.MessageID == "" {
+		ve.Add("checkpoint.message_id", "is required")
+	}
+	if err := ve.Err(); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cp.CreatedAt.IsZero() {
+		cp.CreatedAt = now()
+	}
+	c := cloneCheckpoint(cp)
+	s.checkpoints[messageKey{cp.TenantID, cp.MessageID}] = &c
+	return nil
+}
+
+// GetCheckpoint returns a copy of the checkpoint of message messageID in
+// tenantID, or an error matching domain.ErrNotFound.
+func (s *Store) GetCheckpoint(ctx context.Context, tenantID, messageID string) (*domain.Checkpoint, error) {
+	if err := checkCtx(ctx, "get checkpoint"); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	cp, ok := s.checkpoints[messageKey{tenantID, messageID}]
+	if !ok {
+		return nil, fmt.Errorf("memory: get checkpoint of message %s: %w", messageID, domain.ErrNotFound)
+	}
+	c := cloneCheckpoint(cp)
+	return &c, nil
+}
+
+// TakeCheckpoint removes the checkpoint of message messageID in tenantID
+// and returns it, in one step: of concurrent callers exactly one gets the
+// checkpoint and the others get an error matching domain.ErrNotFound, as
+// does a caller when there is no checkpoint.
+func (s *Store) TakeCheckpoint(ctx context.Context, tenantID, messageID string) (*domain.Checkpoint, error) {
+	if err := checkCtx(ctx, "take checkpoint"); err != nil {
+		return nil, err
+	}
+	k := messageKey{tenantID, messageID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp, ok := s.checkpoints[k]
+	if !ok {
+		return nil, fmt.Errorf("memory: take checkpoint of message %s: %w", messageID, domain.ErrNotFound)
+	}
+	delete(s.checkpoints, k)
+	return cp, nil // cp is no longer reachable from the store
+}
+
+// DeleteCheckpoint removes the checkpoint of message messageID in
+// tenantID. When the message has no checkpoint it returns an error
+// matching domain.ErrNotFound; callers that only want the checkpoint gone
+// may ignore that error.
+func (s *Store) DeleteCheckpoint(ctx context.Context, tenantID, messageID string) error {
+	if err := checkCtx(ctx, "delete checkpoint"); err != nil {
+		return err
+	}
+	k := messageKey{tenantID, messageID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.checkpoints[k]; !ok {
+		return fmt.Errorf("memory: delete checkpoint of message %s: %w", messageID, domain.ErrNotFound)
+	}
+	delete(s.checkpoints, k)
+	return nil
+}

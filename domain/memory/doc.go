@@ -1,0 +1,40 @@
+// Package memory is an in-memory implementation of the repositories in
+// package domain, for tests, examples and single-process deployments that
+// do not need durability.
+//
+// New returns a [Store], which implements [domain.SessionRepository],
+// [domain.MessageRepository], [domain.CheckpointRepository],
+// [domain.ArtifactRepository] and [domain.RunEventRepository]. Pass
+// [Store.Repositories] wherever a [domain.Repositories] is needed:
+//
+//	repos := memory.New().Repositories()
+//	err := repos.Sessions.CreateSession(ctx, &domain.Session{
+//		ID: domain.NewID(), TenantID: "acme", OwnerID: "alice", Title: "Q3",
+//	})
+//
+// # Behaviour
+//
+// The Store passes the conformance suite in package domain/domaintest; the
+// method docs spell out the details. In short:
+//
+//   - Everything lives in one state behind one mutex, so cascading deletes,
+//     all-or-nothing batches, Claim and TakeCheckpoint are atomic.
+//   - Values are deep-copied on the way in and on the way out; mutating a
+//     value after passing it in, or a value returned, never changes the
+//     store.
+//   - Every lookup is scoped by tenant. An id that exists only in another
+//     tenant yields an error matching [domain.ErrNotFound], and error texts
+//     never carry another tenant's data. Listing artifacts or run events of
+//     another tenant's message or run yields an empty slice.
+//   - Errors wrap the domain sentinels with an operation name, e.g.
+//     "memory: get session <id>: not found"; test them with errors.Is.
+//   - Timestamps are stored as the caller sets them. A zero CreatedAt on
+//     create becomes the current UTC time and a zero UpdatedAt becomes
+//     CreatedAt (or, on update, the current time); these defaults are
+//     written back to the value passed in. Claim and FailStale stamp
+//     UpdatedAt with the current time.
+//   - DeleteCheckpoint and DeleteArtifact report a missing entry with
+//     [domain.ErrNotFound].
+//
+// Nothing is persisted: the data is gone when the process exits.
+package memory
