@@ -92,6 +92,11 @@ func (a *Async) Handle(ctx context.Context, e Event) error {
 		return nil
 	}
 	select {
+	case a.queue <- j: // room: never drop, whatever the context says
+		return nil
+	default:
+	}
+	select {
 	case a.queue <- j:
 		return nil
 	case <-ctx.Done():
@@ -111,7 +116,7 @@ func (a *Async) work() {
 func (a *Async) run(j job) {
 	defer func() {
 		if r := recover(); r != nil {
-			a.opts.OnError(&HandlerError{Kind: j.e.Kind(), Err: fmt.Errorf("panic: %v", r), Panic: r, Stack: debug.Stack()})
+			a.opts.OnError(&HandlerError{Kind: j.e.Kind(), Err: panicError(r), Panic: r, Stack: debug.Stack()})
 		}
 	}()
 	if err := a.h.Handle(j.ctx, j.e); err != nil {

@@ -70,7 +70,9 @@ type entry struct {
 	h  Handler
 }
 
-// table is an immutable snapshot of the subscriptions.
+// table is an immutable snapshot of the subscriptions. byKind holds, for
+// every kind with a kind-specific subscription, that kind's handlers merged
+// with the catch-all handlers in subscription order; other kinds use all.
 type table struct {
 	byKind map[Kind][]entry
 	all    []entry
@@ -106,27 +108,42 @@ func (b *Bus) Subscribe(h Handler, kinds ...Kind) (unsubscribe func(), err error
 	if b.closed.Load() {
 		return nil, ErrClosed
 	}
-	b.nextID++
-	id := b.nextID
-	old := b.subs.Load()
-	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)+len(kinds)), all: old.all}
-	for k, v := range old.byKind {
-		nt.byKind[k] = v
-	}
-	if len(kinds) == 0 {
-		nt.all = append(append([]entry(nil), old.all...), entry{id, h})
-	}
-	seen := map[Kind]bool{}
-	for _, k := range kinds {
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		nt.byKind[k] = append(append([]entry(nil), old.byKind[k]...), entry{id, h})
-	}
-	b.subs.Store(nt)
+	id := b.addLocked(h, kinds)
 	var once sync.Once
 	return func() { once.Do(func() { b.remove(id) }) }, nil
+}
+
+// addLocked adds a subscription; b.mu must be held.
+func (b *Bus) addLocked(h Handler, kinds []Kind) uint64 {
+	b.nextID++
+	id := b.nextID
+	e := entry{id, h}
+	old := b.subs.Load()
+	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)+len(kinds)), all: old.all}
+	if len(kinds) == 0 {
+		// A catch-all joins every list; ids grow, so appending keeps
+		// subscription order.
+		nt.all = append(append([]entry(nil), old.all...), e)
+		for k, v := range old.byKind {
+			nt.byKind[k] = append(append([]entry(nil), v...), e)
+		}
+	} else {
+		for k, v := range old.byKind {
+			nt.byKind[k] = v
+		}
+		for _, k := range kinds {
+			list, ok := nt.byKind[k]
+			if !ok {
+				list = old.all
+			}
+			if len(list) > 0 && list[len(list)-1].id == id {
+				continue // the same kind given twice
+			}
+			nt.byKind[k] = append(append([]entry(nil), list...), e)
+		}
+	}
+	b.subs.Store(nt)
+	return id
 }
 
 func (b *Bus) remove(id uint64) {
@@ -135,7 +152,9 @@ func (b *Bus) remove(id uint64) {
 	old := b.subs.Load()
 	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)), all: without(old.all, id)}
 	for k, v := range old.byKind {
-		if w := without(v, id); len(w) > 0 {
+		w := without(v, id)
+		// Keep the merged list only while a kind-specific handler is in it.
+		if len(w) > len(nt.all) {
 			nt.byKind[k] = w
 		}
 	}
@@ -159,15 +178,20 @@ func (b *Bus) SubscribeAsync(h Handler, opts AsyncOptions, kinds ...Kind) (*Asyn
 	if b == nil {
 		return nil, errors.New("hooks: SubscribeAsync on nil *Bus")
 	}
+	if h == nil {
+		return nil, errors.New("hooks: SubscribeAsync with nil handler")
+	}
 	if opts.OnError == nil {
 		opts.OnError = b.onError
 	}
 	a := NewAsync(h, opts)
-	if _, err := b.Subscribe(a, kinds...); err != nil {
-		a.Close()
-		return nil, err
-	}
 	b.mu.Lock()
+	if b.closed.Load() {
+		b.mu.Unlock()
+		a.Close()
+		return nil, ErrClosed
+	}
+	b.addLocked(a, kinds)
 	b.closers = append(b.closers, a)
 	b.mu.Unlock()
 	return a, nil
@@ -186,12 +210,11 @@ func (b *Bus) Publish(ctx context.Context, e Event) {
 		return
 	}
 	t := b.subs.Load()
-	if len(t.byKind) > 0 {
-		for _, s := range t.byKind[e.Kind()] {
-			b.call(ctx, s.h, e)
-		}
+	list, ok := t.byKind[e.Kind()]
+	if !ok {
+		list = t.all
 	}
-	for _, s := range t.all {
+	for _, s := range list {
 		b.call(ctx, s.h, e)
 	}
 }
@@ -199,7 +222,7 @@ func (b *Bus) Publish(ctx context.Context, e Event) {
 func (b *Bus) call(ctx context.Context, h Handler, e Event) {
 	defer func() {
 		if r := recover(); r != nil {
-			b.onError(&HandlerError{Kind: e.Kind(), Err: fmt.Errorf("panic: %v", r), Panic: r, Stack: debug.Stack()})
+			b.onError(&HandlerError{Kind: e.Kind(), Err: panicError(r), Panic: r, Stack: debug.Stack()})
 		}
 	}()
 	if err := h.Handle(ctx, e); err != nil {
@@ -240,15 +263,28 @@ func (b *Bus) Close() error {
 //
 //	hooks.Listen(bus, func(ctx context.Context, e *hooks.ToolError) error { ... })
 //
-// E's Kind method is called on its zero value, so it must not read fields
-// (bichat's events satisfy this).
+// For a concrete event type, E's Kind method is called on its zero value
+// (a nil pointer), so it must not read fields; bichat's events satisfy
+// this. For an interface type E, fn receives every event implementing it.
 func Listen[E Event](b *Bus, fn func(context.Context, E) error) (unsubscribe func(), err error) {
-	var zero E
-	kind := zero.Kind()
-	return b.Subscribe(HandlerFunc(func(ctx context.Context, e Event) error {
+	h := HandlerFunc(func(ctx context.Context, e Event) error {
 		if te, ok := e.(E); ok {
 			return fn(ctx, te)
 		}
 		return nil
-	}), kind)
+	})
+	var zero E
+	if any(zero) == nil {
+		// E is an interface type: every event is a candidate.
+		return b.Subscribe(h)
+	}
+	return b.Subscribe(h, zero.Kind())
+}
+
+// panicError describes a recovered panic, wrapping it when it is an error.
+func panicError(r any) error {
+	if err, ok := r.(error); ok {
+		return fmt.Errorf("panic: %w", err)
+	}
+	return fmt.Errorf("panic: %v", r)
 }
