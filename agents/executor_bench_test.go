@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bichat-go/bichat/agents"
+	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/hooks"
 	"github.com/bichat-go/bichat/providers/scripted"
 )
@@ -129,4 +130,59 @@ func BenchmarkExecutorTurnWithBus(b *testing.B) {
 		b.Fatal(err)
 	}
 	runBench(b, bus)
+}
+
+// BenchmarkExecutorTurnBaseline does the same work by hand, without the
+// executor: both model calls through Generate and the three tool calls one
+// after another. BenchmarkExecutorTurn divided by it is the executor's
+// overhead (events, goroutines, timeouts, accounting).
+func BenchmarkExecutorTurnBaseline(b *testing.B) {
+	e, m, in := benchSetup(b, nil)
+	specs := e.Tools()
+	ctx := context.Background()
+	// benchSetup keeps its tools inside the executor; build identical ones.
+	tools := map[string]agents.Tool{}
+	sales := mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
+		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
+			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
+		}, agents.WithParallel()))
+	fx := mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
+		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
+			return benchFXOut{Rate: 1.0842}, nil
+		}, agents.WithParallel()))
+	note := mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
+		func(_ context.Context, in benchNoteIn) (string, error) {
+			return "saved", nil
+		}))
+	tools["sales_total"], tools["fx_rate"], tools["save_note"] = sales, fx, note
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Reset()
+		msgs := make([]agents.Message, 0, len(in.History)+4)
+		msgs = append(msgs, in.History...)
+		msgs = append(msgs, in.Message)
+		resp, err := agents.Generate(ctx, m, &agents.Request{System: "You are a data analyst.", Messages: msgs, Tools: specs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs = append(msgs, resp.Message)
+		calls := resp.Message.ToolCalls()
+		results := agents.Message{Role: "tool", Parts: make([]domain.Part, 0, len(calls))}
+		for _, c := range calls {
+			res, err := tools[c.Name].Call(ctx, c.Arguments)
+			if err != nil {
+				b.Fatal(err)
+			}
+			results.Parts = append(results.Parts, domain.Part{Type: domain.PartToolResult,
+				ToolResult: &domain.ToolResult{CallID: c.ID, Name: c.Name, Content: res.Summary}})
+		}
+		msgs = append(msgs, results)
+		resp, err = agents.Generate(ctx, m, &agents.Request{System: "You are a data analyst.", Messages: msgs, Tools: specs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !strings.HasPrefix(resp.Message.Text(), "EMEA sales") {
+			b.Fatalf("unexpected answer %q", resp.Message.Text())
+		}
+	}
 }
