@@ -258,8 +258,10 @@ type ModelError struct {
 	Err error
 }
 
+// Error returns "model: " and the model's error.
 func (e *ModelError) Error() string { return "model: " + e.Err.Error() }
 
+// Unwrap returns the model's error.
 func (e *ModelError) Unwrap() error { return e.Err }
 
 func (r *run) fail(err error) {

@@ -155,6 +155,7 @@ type ArgumentError struct {
 	Problems []string
 }
 
+// Error lists the problems after the tool name.
 func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, strings.Join(e.Problems, "; "))
 }

@@ -35,6 +35,7 @@ type HandlerError struct {
 	Stack []byte
 }
 
+// Error says which kind's handler failed and how.
 func (e *HandlerError) Error() string {
 	if e.Panic != nil {
 		return fmt.Sprintf("hooks: handler for %s panicked: %v", e.Kind, e.Panic)
@@ -42,6 +43,7 @@ func (e *HandlerError) Error() string {
 	return fmt.Sprintf("hooks: handler for %s: %v", e.Kind, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *HandlerError) Unwrap() error { return e.Err }
 
 // Options configure a Bus.

@@ -1,4 +1,3 @@
-// Package textutil holds small text helpers shared by bichat's packages.
 package textutil
 
 import (
