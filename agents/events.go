@@ -54,6 +54,10 @@ type EventHeader struct {
 	// Agent names the sub-agent that produced the event; empty for the
 	// top-level agent.
 	Agent string `json:"agent,omitempty"`
+	// SessionID and MessageID are the run's Input ids, when set: the
+	// session and the assistant message the run produces.
+	SessionID string `json:"session_id,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
 	// Seq increases by one with every event of a stream, sub-agent events
 	// included, starting at 1.
 	Seq  int64     `json:"seq"`
@@ -68,9 +72,7 @@ func (*EventHeader) isEvent() {}
 // RunStarted opens every run.
 type RunStarted struct {
 	EventHeader
-	Model     string `json:"model"`
-	SessionID string `json:"session_id,omitempty"`
-	MessageID string `json:"message_id,omitempty"`
+	Model string `json:"model"`
 	// ResumedFrom is the id of the interrupted run this run continues.
 	ResumedFrom string `json:"resumed_from,omitempty"`
 }
@@ -120,7 +122,9 @@ type ToolCallFinished struct {
 
 // Interrupted ends a run that waits for the user: answers to Questions, or
 // a decision on Confirmation. Pass Checkpoint to Executor.Resume,
-// Executor.Approve or Executor.Deny.
+// Executor.Approve or Executor.Deny. bichat.Service stores the checkpoint
+// itself and streams this event with Checkpoint nil; resume there by
+// message id.
 type Interrupted struct {
 	EventHeader
 	Kind         domain.CheckpointKind `json:"kind"`

@@ -18,7 +18,7 @@ import (
 var evTime = time.Date(2025, 3, 14, 15, 9, 26, 535000000, time.UTC)
 
 func evHeader(seq int64) agents.EventHeader {
-	return agents.EventHeader{RunID: "run-1", ParentRunID: "run-0", Agent: "analyst", Seq: seq, Time: evTime}
+	return agents.EventHeader{RunID: "run-1", ParentRunID: "run-0", Agent: "analyst", SessionID: "s1", MessageID: "m1", Seq: seq, Time: evTime}
 }
 
 func evMessages() []agents.Message {
@@ -54,7 +54,7 @@ func evAll() []agents.Event {
 		Questions: questions, Confirmation: conf, Turn: 2, ToolCalls: 3, LimitHit: true, Usage: usage, CreatedAt: evTime,
 	}
 	return []agents.Event{
-		&agents.RunStarted{EventHeader: evHeader(1), Model: "gpt", SessionID: "s1", MessageID: "m1", ResumedFrom: "run-prev"},
+		&agents.RunStarted{EventHeader: evHeader(1), Model: "gpt", ResumedFrom: "run-prev"},
 		&agents.TextDelta{EventHeader: evHeader(2), Text: "Zürich \"quoted\" \n東京"},
 		&agents.ReasoningDelta{EventHeader: evHeader(3), Text: "thinking <b>"},
 		&agents.ToolCallStarted{EventHeader: evHeader(4), CallID: "c1", Name: "revenue", Arguments: json.RawMessage(`{"year":2025,"tags":["a"]}`), Permission: agents.PermWrite},

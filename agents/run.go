@@ -81,6 +81,8 @@ func (r *run) emit(ev Event) error {
 	h.RunID = r.in.RunID
 	h.ParentRunID = r.in.ParentRunID
 	h.Agent = r.e.cfg.Name
+	h.SessionID = r.in.SessionID
+	h.MessageID = r.in.MessageID
 	h.Seq = r.seq
 	h.Time = r.e.cfg.Now()
 	if !r.yield(ev, nil) {
@@ -134,7 +136,7 @@ func (r *run) run(resumedFrom string) {
 	if r.e.cfg.Bus != nil {
 		r.publish(&hooks.AgentStart{Meta: r.meta(), Agent: r.e.cfg.Name, Model: r.e.info.Name, Resumed: resumedFrom != ""})
 	}
-	if err := r.emit(&RunStarted{Model: r.e.info.Name, SessionID: r.in.SessionID, MessageID: r.in.MessageID, ResumedFrom: resumedFrom}); err != nil {
+	if err := r.emit(&RunStarted{Model: r.e.info.Name, ResumedFrom: resumedFrom}); err != nil {
 		r.fail(err)
 		return
 	}
