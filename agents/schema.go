@@ -125,6 +125,15 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("schema references %s; tool schemas must be self-contained", url)
 }
 
+// check treats empty arguments as {} (models send nothing for tools without
+// parameters), validates them, and returns what was validated.
+func (v *argValidator) check(args json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return args, v.validate(args)
+}
+
 func (v *argValidator) validate(args json.RawMessage) error {
 	inst, err := validator.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {

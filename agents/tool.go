@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,10 +263,8 @@ type funcTool[In, Out any] struct {
 func (t *funcTool[In, Out]) Spec() ToolSpec { return t.spec }
 
 func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (Result, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if err := t.validator.validate(args); err != nil {
+	args, err := t.validator.check(args)
+	if err != nil {
 		return Result{}, err
 	}
 	var in In
@@ -334,10 +331,8 @@ type rawTool struct {
 func (t *rawTool) Spec() ToolSpec { return t.spec }
 
 func (t *rawTool) Call(ctx context.Context, args json.RawMessage) (Result, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if err := t.validator.validate(args); err != nil {
+	args, err := t.validator.check(args)
+	if err != nil {
 		return Result{}, err
 	}
 	return t.fn(ctx, args)
