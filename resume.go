@@ -124,6 +124,11 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, err)
 		return
 	}
+	if !s.acquire(sess.ID) {
+		yield(nil, errBusy(sess.ID))
+		return
+	}
+	defer s.release(sess.ID)
 	cp, err := s.loadCheckpoint(ctx, p, msg)
 	if err != nil {
 		yield(nil, err)

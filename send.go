@@ -26,6 +26,10 @@ import (
 // Interrupted events come without their Checkpoint (the service stores it;
 // answer with Resume, Approve or Deny and the message id).
 //
+// A session produces one answer at a time: while a run is in progress (in
+// this process, or in another one within Limits.StaleAfter), Send and
+// Resume yield an error matching domain.ErrConflict.
+//
 // Invalid input, a missing permission or an unknown session yield only an
 // error. Breaking out of the loop, or cancelling ctx, stops the run and
 // marks the message failed with code "cancelled": a message never stays
@@ -37,6 +41,7 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 			yield(nil, err)
 			return
 		}
+		defer s.release(sess.ID)
 		in := agents.Input{
 			RunID:     asst.RunID,
 			TenantID:  p.TenantID,
@@ -65,6 +70,15 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if !s.acquire(sess.ID) {
+		return nil, nil, nil, nil, errBusy(sess.ID)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.release(sess.ID)
+		}
+	}()
 	prior, err := s.repos.Messages.ListMessages(ctx, p.TenantID, sess.ID, domain.MessageListOptions{Limit: s.cfg.Limits.HistoryMessages})
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("bichat: load history: %w", err)
@@ -75,7 +89,7 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 		switch m.Status {
 		case domain.StatusGenerating:
 			if now.Sub(m.UpdatedAt) < s.cfg.Limits.StaleAfter {
-				return nil, nil, nil, nil, fmt.Errorf("bichat: an answer is still being generated in this session (message %s): %w", m.ID, domain.ErrConflict)
+				return nil, nil, nil, nil, errBusy(sess.ID)
 			}
 		case domain.StatusAwaitingInput:
 			// A new question supersedes a pending one: the old run ends.
@@ -101,12 +115,13 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 	}
 	asst.RunID = runID
 	sess.UpdatedAt = now
-	if sess.Title == DefaultTitle && len(historyFromMessages(prior)) == 0 {
+	if sess.Title == DefaultTitle && len(history) == 0 {
 		sess.Title = titleFrom(t)
 	}
 	if err := s.repos.Sessions.UpdateSession(ctx, sess); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "bichat: session update failed", "session_id", sess.ID, "error", err)
 	}
+	ok = true
 	return sess, user, asst, history, nil
 }
 

@@ -503,10 +503,12 @@ func TestSendWhileGenerating(t *testing.T) {
 		t.Errorf("refused Send stored messages: %d in the session, want 2", len(msgs))
 	}
 
-	// A generating message older than StaleAfter belongs to a dead process:
-	// it no longer blocks the session.
+	// While this process runs the first answer, even a clock past
+	// StaleAfter does not let a second run into the session.
 	f.clock.Advance(bichat.DefaultStaleAfter + time.Second)
-	finished(t, collect(t, f.svc.Send(t.Context(), alice, sess.ID, "Third question")))
+	if err := onlyErr(t, collect(t, f.svc.Send(t.Context(), alice, sess.ID, "Second try"))); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("Send while this process runs the session: %v, want ErrConflict", err)
+	}
 
 	close(release)
 	select {
@@ -515,8 +517,18 @@ func TestSendWhileGenerating(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("the first run did not finish after release")
 	}
-	if msgs := f.messages(t, alice, sess.ID); len(msgs) != 4 {
-		t.Errorf("session has %d messages, want 4", len(msgs))
+
+	// A generating answer left by another process blocks the session while
+	// it is fresh...
+	generating(t, f, sess, f.clock.Now())
+	if err := onlyErr(t, collect(t, f.svc.Send(t.Context(), alice, sess.ID, "Third question"))); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("Send with another process's fresh run: %v, want ErrConflict", err)
+	}
+	// ...and no longer once it is older than StaleAfter (its process died).
+	f.clock.Advance(bichat.DefaultStaleAfter + time.Second)
+	finished(t, collect(t, f.svc.Send(t.Context(), alice, sess.ID, "Fourth question")))
+	if msgs := f.messages(t, alice, sess.ID); len(msgs) != 6 {
+		t.Errorf("session has %d messages, want 6", len(msgs))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
@@ -21,7 +22,24 @@ type Service struct {
 	exec  *agents.Executor
 	bus   *hooks.Bus
 	model agents.ModelInfo
+	// busy holds the ids of sessions with a run in this process, so two
+	// runs never overlap in one session (across processes the repository
+	// check in prepareSend applies).
+	busy sync.Map
 }
+
+// errBusy reports a session that already has a run in progress.
+func errBusy(sessionID string) error {
+	return fmt.Errorf("bichat: an answer is still being generated in session %s: %w", sessionID, domain.ErrConflict)
+}
+
+// acquire marks a session busy; release must follow when it returns true.
+func (s *Service) acquire(sessionID string) bool {
+	_, loaded := s.busy.LoadOrStore(sessionID, struct{}{})
+	return !loaded
+}
+
+func (s *Service) release(sessionID string) { s.busy.Delete(sessionID) }
 
 // New validates cfg and builds a Service.
 func New(cfg Config) (*Service, error) {
