@@ -53,23 +53,29 @@ func benchHistory(n int) []agents.Message {
 	return h
 }
 
+// benchTools returns the three benchmark tools: two parallel-safe, one not.
+func benchTools() (sales, fx, note agents.Tool) {
+	sales = mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
+		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
+			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
+		}, agents.WithParallel()))
+	fx = mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
+		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
+			return benchFXOut{Rate: 1.0842}, nil
+		}, agents.WithParallel()))
+	note = mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
+		func(_ context.Context, in benchNoteIn) (string, error) {
+			return "saved", nil
+		}))
+	return sales, fx, note
+}
+
 // benchSetup builds an executor whose every run is one ReAct turn with
 // three tool calls (two parallel-safe, one not) and a short final answer:
 // two model calls and three tool calls.
 func benchSetup(b *testing.B, bus *hooks.Bus) (*agents.Executor, *scripted.Model, agents.Input) {
 	b.Helper()
-	sales := mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
-		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
-			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
-		}, agents.WithParallel()))
-	fx := mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
-		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
-			return benchFXOut{Rate: 1.0842}, nil
-		}, agents.WithParallel()))
-	note := mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
-		func(_ context.Context, in benchNoteIn) (string, error) {
-			return "saved", nil
-		}))
+	sales, fx, note := benchTools()
 	m := &scripted.Model{ChunkSize: 32, Turns: []scripted.Turn{
 		{Text: "Let me fetch the figures.", ToolCalls: []scripted.Call{
 			{ID: "call_1", Name: "sales_total", Args: `{"region":"EMEA","year":2025}`},
@@ -142,18 +148,7 @@ func BenchmarkExecutorTurnBaseline(b *testing.B) {
 	ctx := context.Background()
 	// benchSetup keeps its tools inside the executor; build identical ones.
 	tools := map[string]agents.Tool{}
-	sales := mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
-		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
-			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
-		}, agents.WithParallel()))
-	fx := mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
-		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
-			return benchFXOut{Rate: 1.0842}, nil
-		}, agents.WithParallel()))
-	note := mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
-		func(_ context.Context, in benchNoteIn) (string, error) {
-			return "saved", nil
-		}))
+	sales, fx, note := benchTools()
 	tools["sales_total"], tools["fx_rate"], tools["save_note"] = sales, fx, note
 	b.ReportAllocs()
 	for b.Loop() {
