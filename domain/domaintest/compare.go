@@ -147,38 +147,31 @@ func sameShown(got, want any) string {
 	return ""
 }
 
+// keys returns key(x) for every x, in order.
+func keys[T, K any](xs []T, key func(T) K) []K {
+	out := make([]K, len(xs))
+	for i, x := range xs {
+		out[i] = key(x)
+	}
+	return out
+}
+
 // sessionIDs, messageIDs, artifactIDs and eventSeqs return the keys of
 // their arguments, in order.
 func sessionIDs(ss []domain.Session) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.ID
-	}
-	return out
+	return keys(ss, func(s domain.Session) string { return s.ID })
 }
 
 func messageIDs(ms []domain.Message) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.ID
-	}
-	return out
+	return keys(ms, func(m domain.Message) string { return m.ID })
 }
 
 func artifactIDs(as []domain.Artifact) []string {
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.ID
-	}
-	return out
+	return keys(as, func(a domain.Artifact) string { return a.ID })
 }
 
 func eventSeqs(es []domain.RunEvent) []int64 {
-	out := make([]int64, len(es))
-	for i, e := range es {
-		out[i] = e.Seq
-	}
-	return out
+	return keys(es, func(e domain.RunEvent) int64 { return e.Seq })
 }
 
 // equalIDs reports a test error unless got and want hold the same ids in
