@@ -3,15 +3,21 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: test bench vet fmt-check example
+.PHONY: test bench vet fmt-check example setup
 
-## test: format check, go vet, and every test with the race detector.
-test: fmt-check vet
-	$(GO) test -race -count=1 ./...
+## test: format check, go vet, then install/start what the integration tests
+## need (PostgreSQL, bubblewrap, Python, the sandbox image; see .ci/setup)
+## and run every test with the race detector.
+test: fmt-check vet setup
+	set -a; . ./.ci/test.env; set +a; $(GO) test -race -count=1 -timeout 20m ./...
+
+## setup: install and start the services the tests use (idempotent).
+setup:
+	bash .ci/setup
 
 ## bench: every benchmark with allocation counts.
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+bench: setup
+	set -a; . ./.ci/test.env; set +a; $(GO) test -run='^$$' -bench=. -benchmem -timeout 60m ./...
 
 vet:
 	$(GO) vet ./...

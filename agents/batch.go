@@ -339,7 +339,12 @@ func (r *run) runTool(j *callJob, sem chan struct{}) {
 				done <- toolOutcome{err: fmt.Errorf("panic: %v", p), code: "panic", stack: debug.Stack()}
 			}
 		}()
-		res, err := j.tool.Call(ctx, j.call.Arguments)
+		res, err := j.tool.Call(WithCallInfo(ctx, CallInfo{
+			RunID: r.in.RunID, ParentRunID: r.in.ParentRunID,
+			TenantID: r.in.TenantID, UserID: r.in.UserID,
+			SessionID: r.in.SessionID, MessageID: r.in.MessageID,
+			CallID: j.call.ID, Tool: j.call.Name,
+		}), j.call.Arguments)
 		done <- toolOutcome{res: res, err: err}
 	}()
 	var o toolOutcome

@@ -160,6 +160,27 @@ type Request struct {
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
 	Options  Options    `json:"options,omitzero"`
+	// Cache says where the stable prefix of the request ends, for
+	// providers with explicit prompt-cache breakpoints (Anthropic's
+	// cache_control). Providers with automatic prefix caching ignore it.
+	// The context compiler fills it; the zero value asks for no
+	// breakpoints.
+	Cache CacheHints `json:"cache,omitzero"`
+}
+
+// CacheHints marks prompt-cache breakpoints on a Request. A breakpoint
+// covers everything before it in the provider's order (tools, then system,
+// then messages).
+type CacheHints struct {
+	// SystemPrefix is the length in bytes of the stable beginning of
+	// Request.System (rules, tool and dataset references). A provider with
+	// explicit breakpoints sends System as two blocks split at this offset
+	// and marks the first; 0 means no breakpoint in the system prompt, and
+	// len(System) marks the whole of it.
+	SystemPrefix int `json:"system_prefix,omitempty"`
+	// Messages lists indexes into Request.Messages, ascending, after whose
+	// last part a breakpoint goes (typically the last history message).
+	Messages []int `json:"messages,omitempty"`
 }
 
 // ChunkType says what a Chunk carries.

@@ -310,3 +310,53 @@ func ExampleNewID() {
 	fmt.Println(len(id), domain.ValidID(id))
 	// Output: 36 true
 }
+
+func TestDatasetYAMLAndValidate(t *testing.T) {
+	d := domain.Dataset{
+		Name: "sales.orders", Source: "sales.orders", Kind: "table",
+		Description: "One row per order: placed, paid or cancelled.",
+		RowEstimate: 1200,
+		Fields: []domain.Field{
+			{Name: "id", Type: "bigint", PrimaryKey: true},
+			{Name: "status", Type: "text", Description: "true", Nullable: true},
+			{Name: "customer_id", Type: "bigint", Description: "Buyer: see customers # ref"},
+		},
+		Relationships: []domain.Relationship{{From: "sales.orders", FromColumns: []string{"customer_id"}, To: "sales.customers", ToColumns: []string{"id"}}},
+	}
+	want := `name: sales.orders
+source: sales.orders
+kind: table
+description: "One row per order: placed, paid or cancelled."
+row_estimate: 1200
+fields:
+  - name: id
+    type: bigint
+    primary_key: true
+  - name: status
+    type: text
+    description: "true"
+    nullable: true
+  - name: customer_id
+    type: bigint
+    description: "Buyer: see customers # ref"
+relationships:
+  - to: sales.customers
+    on: customer_id = id
+`
+	if got := d.YAML(); got != want {
+		t.Fatalf("YAML:\n%s\nwant:\n%s", got, want)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := domain.Dataset{Fields: []domain.Field{{Name: "a"}, {Name: "a"}}, Relationships: []domain.Relationship{{From: "x", To: "y", FromColumns: []string{"a"}}}}
+	err := bad.Validate()
+	if !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("want ErrInvalid, got %v", err)
+	}
+	for _, f := range []string{"name", "source", "fields[1].name", "relationships[0]"} {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error %q does not name %s", err, f)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package domain
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Dataset describes one table or view the agent may query: what the SQL
+// adapters' introspection returns, what the catalog stores and searches,
+// and what the agent reads (as YAML, see Dataset.YAML) before writing SQL.
+type Dataset struct {
+	// Name is the identifier the agent uses, usually the schema-qualified
+	// source ("public.orders") or a friendlier alias.
+	Name string `json:"name"`
+	// Source is the physical relation, schema-qualified where the database
+	// has schemas ("sales.orders").
+	Source string `json:"source"`
+	// Kind is "table", "view" or "materialized_view"; empty when unknown.
+	Kind        string  `json:"kind,omitempty"`
+	Description string  `json:"description,omitempty"`
+	Fields      []Field `json:"fields"`
+	// Relationships are the join paths from this dataset to others.
+	Relationships []Relationship `json:"relationships,omitempty"`
+	// RowEstimate is the database's row estimate; -1 or 0 when unknown.
+	RowEstimate int64 `json:"row_estimate,omitempty"`
+}
+
+// Field is one column of a Dataset.
+type Field struct {
+	Name string `json:"name"`
+	// Type is the database type as the database spells it ("numeric(12,2)").
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	PrimaryKey  bool   `json:"primary_key,omitempty"`
+	Nullable    bool   `json:"nullable,omitempty"`
+}
+
+// Relationship is a join path: From.FromColumns = To.ToColumns, column by
+// column (a foreign key, or a hint written by the host).
+type Relationship struct {
+	// From and To are dataset names.
+	From        string   `json:"from"`
+	FromColumns []string `json:"from_columns"`
+	To          string   `json:"to"`
+	ToColumns   []string `json:"to_columns"`
+	Description string   `json:"description,omitempty"`
+}
+
+// Validate reports a *ValidationError naming each problem: a name and
+// source are required, field names must be present and unique, and every
+// relationship needs matching, non-empty column lists.
+func (d Dataset) Validate() error {
+	var errs []FieldError
+	if strings.TrimSpace(d.Name) == "" {
+		errs = append(errs, FieldError{Field: "name", Reason: "is required"})
+	}
+	if strings.TrimSpace(d.Source) == "" {
+		errs = append(errs, FieldError{Field: "source", Reason: "is required"})
+	}
+	seen := make(map[string]bool, len(d.Fields))
+	for i, f := range d.Fields {
+		switch {
+		case strings.TrimSpace(f.Name) == "":
+			errs = append(errs, FieldError{Field: fmt.Sprintf("fields[%d].name", i), Reason: "is required"})
+		case seen[f.Name]:
+			errs = append(errs, FieldError{Field: fmt.Sprintf("fields[%d].name", i), Reason: fmt.Sprintf("duplicate field %q", f.Name)})
+		}
+		seen[f.Name] = true
+	}
+	for i, r := range d.Relationships {
+		if err := r.validate(); err != "" {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("relationships[%d]", i), Reason: err})
+		}
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Fields: errs}
+	}
+	return nil
+}
+
+func (r Relationship) validate() string {
+	switch {
+	case r.From == "" || r.To == "":
+		return "from and to are required"
+	case len(r.FromColumns) == 0 || len(r.FromColumns) != len(r.ToColumns):
+		return fmt.Sprintf("needs as many from_columns as to_columns, at least one (got %d and %d)", len(r.FromColumns), len(r.ToColumns))
+	}
+	return ""
+}
+
+// Field returns the field called name and whether it exists.
+func (d Dataset) Field(name string) (Field, bool) {
+	for _, f := range d.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// YAML renders the definition the agent reads, deterministically (fields
+// and relationships in their given order). Example:
+//
+//	name: sales.orders
+//	source: sales.orders
+//	kind: table
+//	description: One row per order.
+//	row_estimate: 120000
+//	fields:
+//	  - name: id
+//	    type: bigint
+//	    primary_key: true
+//	  - name: customer_id
+//	    type: bigint
+//	    description: Buyer.
+//	relationships:
+//	  - to: sales.customers
+//	    on: customer_id = id
+func (d Dataset) YAML() string {
+	var b strings.Builder
+	line := func(indent, key, value string) {
+		b.WriteString(indent)
+		b.WriteString(key)
+		b.WriteString(": ")
+		b.WriteString(yamlScalar(value))
+		b.WriteByte('\n')
+	}
+	line("", "name", d.Name)
+	line("", "source", d.Source)
+	if d.Kind != "" {
+		line("", "kind", d.Kind)
+	}
+	if d.Description != "" {
+		line("", "description", d.Description)
+	}
+	if d.RowEstimate > 0 {
+		b.WriteString("row_estimate: " + strconv.FormatInt(d.RowEstimate, 10) + "\n")
+	}
+	if len(d.Fields) == 0 {
+		b.WriteString("fields: []\n")
+	} else {
+		b.WriteString("fields:\n")
+	}
+	for _, f := range d.Fields {
+		line("  - ", "name", f.Name)
+		line("    ", "type", f.Type)
+		if f.Description != "" {
+			line("    ", "description", f.Description)
+		}
+		if f.PrimaryKey {
+			b.WriteString("    primary_key: true\n")
+		}
+		if f.Nullable {
+			b.WriteString("    nullable: true\n")
+		}
+	}
+	if len(d.Relationships) > 0 {
+		b.WriteString("relationships:\n")
+	}
+	for _, r := range d.Relationships {
+		line("  - ", "to", r.To)
+		if r.From != "" && r.From != d.Name {
+			line("    ", "from", r.From)
+		}
+		line("    ", "on", r.JoinCondition())
+		if r.Description != "" {
+			line("    ", "description", r.Description)
+		}
+	}
+	return b.String()
+}
+
+// JoinCondition renders the column pairs as "a = x AND b = y", the form the
+// YAML definition and join hints use.
+func (r Relationship) JoinCondition() string {
+	parts := make([]string, 0, len(r.FromColumns))
+	for i, c := range r.FromColumns {
+		to := ""
+		if i < len(r.ToColumns) {
+			to = r.ToColumns[i]
+		}
+		parts = append(parts, c+" = "+to)
+	}
+	return strings.Join(parts, " AND ")
+}
+
+var yamlPlain = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_ .,()/+=<>'-]*$`)
+
+// yamlScalar returns s as a YAML scalar: plain when that reads back as the
+// same string, double-quoted (JSON escaping, which YAML accepts) otherwise.
+func yamlScalar(s string) string {
+	if yamlPlain.MatchString(s) && !strings.HasSuffix(s, " ") && !strings.Contains(s, ": ") && !strings.Contains(s, " #") {
+		switch strings.ToLower(s) {
+		case "true", "false", "yes", "no", "on", "off", "null", "y", "n":
+		default:
+			return s
+		}
+	}
+	return strconv.Quote(s)
+}
