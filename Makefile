@@ -3,7 +3,7 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: test bench vet fmt-check example setup
+.PHONY: test bench vet fmt-check example setup sandbox-image
 
 ## test: format check, go vet, then install/start what the integration tests
 ## need (PostgreSQL, bubblewrap, Python, the sandbox image; see .ci/setup)
@@ -28,3 +28,8 @@ fmt-check:
 ## example: the quickstart, offline.
 example:
 	$(GO) run ./examples/quickstart
+
+## sandbox-image: build the Docker sandbox image offline from Debian's
+## packages (debootstrap + docker import); does nothing when it exists.
+sandbox-image:
+	bash .ci/sandbox-image.sh
