@@ -20,6 +20,11 @@ type Config struct {
 	// Store holds the repositories. Nil repositories default to one shared
 	// in-memory store (data is lost when the process exits).
 	Store domain.Repositories
+	// ArtifactStore keeps the content of the files tools produce (charts,
+	// workbooks, reports). Nil means an in-memory store
+	// (memory.ArtifactStore), lost when the process exits; use
+	// domain/fsartifacts to keep files on disk.
+	ArtifactStore domain.ArtifactStore
 	// Bus receives agent, tool, session and message events; nil disables
 	// them.
 	Bus *hooks.Bus
@@ -87,6 +92,9 @@ func (c *Config) normalize() error {
 			return errors.New("bichat: Config.Store must set all repositories or none (they cascade deletes into each other)")
 		}
 		*s = memory.New().Repositories()
+	}
+	if c.ArtifactStore == nil {
+		c.ArtifactStore = memory.NewArtifactStore(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
