@@ -115,6 +115,10 @@ type TurnContext struct {
 	Messages []Message
 	Tools    []ToolSpec
 	Options  Options
+	// PrevUsage is the usage the provider reported for the previous model
+	// call of this run (zero on a run's first call): a builder that
+	// estimates tokens can calibrate against its exact prompt size.
+	PrevUsage domain.Usage
 }
 
 // BuilderFunc adapts a function to a RequestBuilder.

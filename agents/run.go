@@ -45,6 +45,8 @@ type run struct {
 
 	resumeFrom        string
 	pendingResolution *pendingResolution
+	// lastUsage is the usage of the run's previous model call.
+	lastUsage domain.Usage
 }
 
 // errStopped unwinds a run whose consumer stopped ranging.
@@ -318,7 +320,7 @@ func (e *transientError) Retryable() bool { return true }
 func (r *run) callModel(wrapUp bool) (*Response, error) {
 	cfg := &r.e.cfg
 	tc := &TurnContext{Input: r.in, Turn: r.st.turn, WrapUp: wrapUp, System: r.st.system,
-		History: r.st.history, Messages: r.st.messages, Tools: r.e.specs, Options: cfg.Options}
+		History: r.st.history, Messages: r.st.messages, Tools: r.e.specs, Options: cfg.Options, PrevUsage: r.lastUsage}
 	if wrapUp {
 		tc.Options.ToolChoice = ToolChoice{Mode: ToolChoiceNone}
 		tc.System += wrapUpNote
@@ -339,6 +341,7 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 		}
 		if err == nil {
 			r.st.usage = r.st.usage.Add(resp.Usage)
+			r.lastUsage = resp.Usage
 			cost := r.e.info.Pricing.Cost(resp.Usage)
 			if cfg.Bus != nil {
 				r.publish(&hooks.LLMResponse{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,
