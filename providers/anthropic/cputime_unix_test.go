@@ -1,0 +1,18 @@
+//go:build unix
+
+package anthropic_test
+
+import (
+	"syscall"
+	"time"
+)
+
+// cpuTime returns the CPU time (user+system) the process consumed so far,
+// so benchmark ratios hold on a machine shared with other work.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

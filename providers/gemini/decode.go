@@ -1,0 +1,267 @@
+package gemini
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bichat-go/bichat/internal/llmhttp"
+
+	"github.com/bichat-go/bichat/agents"
+	"github.com/bichat-go/bichat/domain"
+)
+
+// decoder turns GenerateContentResponse chunks into agents chunks. It is
+// not safe for concurrent use.
+type decoder struct {
+	// calls counts function calls so far: their stream index and the
+	// ordinal in synthesized ids.
+	calls int
+	// reasoning numbers reasoning blocks; inThought is true while
+	// consecutive thought parts extend the current one.
+	reasoning int
+	inThought bool
+	usage     wireUsage
+	hasUsage  bool
+	finish    string
+	finishMsg string
+	// nonce makes synthesized call ids unique when the response has no
+	// responseId.
+	nonce   string
+	resp    wireResponse
+	scratch scratch
+}
+
+// Error types of the *llmhttp.APIError values this package returns for
+// answers that came with HTTP 200 but are unusable.
+const (
+	// ErrTypeBlocked: the prompt was blocked (promptFeedback.blockReason,
+	// in Code). Not retryable.
+	ErrTypeBlocked = "prompt_blocked"
+	// ErrTypeFinish: the response ended for a reason that produced no
+	// usable answer (finishReason in Code: MALFORMED_FUNCTION_CALL or
+	// UNEXPECTED_TOOL_CALL). Retryable: it is a sampling accident.
+	ErrTypeFinish = "finish_reason"
+)
+
+// malformedError reports a chunk that is not a GenerateContentResponse.
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string { return "gemini: malformed stream chunk: " + e.err.Error() }
+func (e *malformedError) Unwrap() error { return agents.ErrMalformedStream }
+
+// statusError turns a google.rpc.Status received inside a 200 stream into
+// an *llmhttp.APIError (StatusCode 0).
+func statusError(st *wireStatus) *llmhttp.APIError {
+	e := &llmhttp.APIError{Provider: providerName, Type: st.Status, Message: llmhttp.Redact(st.Message)}
+	if st.Code != 0 {
+		e.Code = strconv.Itoa(st.Code)
+	}
+	e.Transient = transientStatus(st.Status) || llmhttp.RetryableStatus(st.Code)
+	e.RetryAfter = retryDelay(st)
+	return e
+}
+
+func transientStatus(s string) bool {
+	switch s {
+	case "RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "ABORTED":
+		return true
+	}
+	return false
+}
+
+// retryDelay reads the RetryInfo detail ("21s").
+func retryDelay(st *wireStatus) time.Duration {
+	for _, d := range st.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" {
+			if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// parseError reads a Gemini error body ({"error":{"code","message",
+// "status","details"}}) into e (llmhttp.Client.ParseError), taking the
+// retry delay from a RetryInfo detail.
+func parseError(e *llmhttp.APIError, body []byte) {
+	var b wireErrorBody
+	if json.Unmarshal(body, &b) != nil || b.Error == nil {
+		return
+	}
+	e.Type = b.Error.Status
+	if b.Error.Message != "" {
+		e.Message = b.Error.Message
+	}
+	if d := retryDelay(b.Error); d > 0 && e.RetryAfter == 0 {
+		e.RetryAfter = d
+	}
+	switch e.Type {
+	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED":
+		e.Transient = false
+	}
+}
+
+// decode folds one response chunk into the state and appends chunks to out.
+func (d *decoder) decode(data []byte, out []agents.Chunk) ([]agents.Chunk, error) {
+	r := &d.resp
+	*r = wireResponse{}
+	if !scanResponse(data, r, &d.scratch) {
+		*r = wireResponse{}
+		if err := json.Unmarshal(data, r); err != nil {
+			return out, &malformedError{err}
+		}
+	}
+	if r.Error != nil {
+		return out, statusError(r.Error)
+	}
+	if r.UsageMetadata != nil {
+		d.usage, d.hasUsage = *r.UsageMetadata, true
+	}
+	if len(r.Candidates) == 0 {
+		if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
+			pf := r.PromptFeedback
+			msg := "the prompt was blocked (" + pf.BlockReason + ")"
+			if pf.BlockReasonMessage != "" {
+				msg += ": " + llmhttp.Redact(pf.BlockReasonMessage)
+			}
+			return out, &llmhttp.APIError{Provider: providerName, Type: ErrTypeBlocked, Code: pf.BlockReason, Message: msg}
+		}
+		return out, nil
+	}
+	c := &r.Candidates[0]
+	if c.Content != nil {
+		for i := range c.Content.Parts {
+			out = d.part(&c.Content.Parts[i], r.ResponseID, out)
+		}
+	}
+	if c.FinishReason != "" {
+		d.finish, d.finishMsg = c.FinishReason, c.FinishMessage
+	}
+	return out, nil
+}
+
+func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []agents.Chunk {
+	switch {
+	case p.FunctionCall != nil:
+		d.inThought = false
+		fc := p.FunctionCall
+		id := fc.ID
+		if id == "" {
+			id = d.syntheticID(responseID)
+		}
+		args := string(fc.Args)
+		if args == "null" {
+			args = ""
+		}
+		delta := agents.ToolCallDelta{Index: d.calls, ID: id, Name: fc.Name, Arguments: args, Provider: providerName}
+		if p.ThoughtSignature != "" {
+			delta.Opaque, delta.Provider = opaqueFromWire(p.ThoughtSignature)
+		}
+		d.calls++
+		out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: delta})
+	case p.Thought:
+		if !d.inThought {
+			d.reasoning++
+			d.inThought = true
+		}
+		c := agents.Chunk{Type: agents.ChunkReasoning, Index: d.reasoning, Provider: providerName}
+		if p.Text != nil {
+			c.Text = *p.Text
+		}
+		if p.ThoughtSignature != "" {
+			c.Opaque, c.Provider = opaqueFromWire(p.ThoughtSignature)
+		}
+		out = append(out, c)
+	case p.Text != nil:
+		d.inThought = false
+		if *p.Text != "" {
+			out = append(out, agents.Chunk{Type: agents.ChunkText, Text: *p.Text})
+		}
+		if p.ThoughtSignature != "" {
+			// A signature on a text part: kept as a signature-only
+			// reasoning block right after the text.
+			d.reasoning++
+			opaque, prov := opaqueFromWire(p.ThoughtSignature)
+			out = append(out, agents.Chunk{Type: agents.ChunkReasoning, Index: d.reasoning,
+				Provider: prov, Opaque: opaque})
+		}
+	}
+	return out
+}
+
+// syntheticID makes a stable id for the n-th call of a response.
+func (d *decoder) syntheticID(responseID string) string {
+	if responseID == "" {
+		if d.nonce == "" {
+			var b [6]byte
+			_, _ = rand.Read(b[:])
+			d.nonce = hex.EncodeToString(b[:])
+		}
+		responseID = d.nonce
+	}
+	// Keep to [a-zA-Z0-9_-], the id alphabet every provider accepts (the
+	// conversation may move to another provider in a fallback chain).
+	safe := []byte(responseID)
+	for i, c := range safe {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			safe[i] = '_'
+		}
+	}
+	return SyntheticIDPrefix + string(safe) + "-" + strconv.Itoa(d.calls)
+}
+
+// end is called at the clean end of the stream (Gemini has no
+// terminator): it reports truncation or blocked answers, or appends the
+// final usage and stop reason.
+func (d *decoder) end(out []agents.Chunk) ([]agents.Chunk, error) {
+	if d.finish == "" {
+		// Gemini has no end marker: a stream that ends before any
+		// finishReason was cut.
+		return out, io.ErrUnexpectedEOF
+	}
+	var stop agents.StopReason
+	switch d.finish {
+	case "STOP", "FINISH_REASON_UNSPECIFIED":
+		stop = agents.StopEndTurn
+		if d.calls > 0 {
+			stop = agents.StopToolUse
+		}
+	case "MAX_TOKENS":
+		stop = agents.StopMaxTokens
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE":
+		stop = agents.StopContentFilter
+	case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL":
+		msg := "the response ended with " + d.finish
+		if d.finishMsg != "" {
+			msg += ": " + llmhttp.Redact(d.finishMsg)
+		}
+		return out, &llmhttp.APIError{Provider: providerName, Type: ErrTypeFinish, Code: d.finish, Message: msg, Transient: true}
+	default: // TOO_MANY_TOOL_CALLS, OTHER, and newer reasons
+		stop = agents.StopOther
+	}
+	return append(out, agents.Chunk{Type: agents.ChunkUsage, Usage: d.Usage()},
+		agents.Chunk{Type: agents.ChunkStop, Stop: stop}), nil
+}
+
+// Usage maps the last usageMetadata to domain terms: the prompt includes
+// cached and tool-use prompt tokens, the completion includes thoughts.
+func (d *decoder) Usage() domain.Usage {
+	if !d.hasUsage {
+		return domain.Usage{}
+	}
+	u := &d.usage
+	prompt := u.PromptTokenCount + u.ToolUsePromptTokenCount
+	completion := u.CandidatesTokenCount + u.ThoughtsTokenCount
+	total := u.TotalTokenCount
+	if total == 0 {
+		total = prompt + completion
+	}
+	return domain.Usage{PromptTokens: prompt, CompletionTokens: completion, CachedTokens: u.CachedContentTokenCount,
+		ReasoningTokens: u.ThoughtsTokenCount, TotalTokens: total}
+}
