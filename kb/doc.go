@@ -1,8 +1,46 @@
 // Package kb is what the agent knows besides the data itself: the dataset
 // catalog (hybrid BM25 + vector search over dataset definitions, join
-// hints), knowledge-base documents, and recipes (questions answered before,
-// with the SQL that worked).
+// hints), knowledge-base documents (kb/docs), and recipes — questions
+// answered before, with the SQL that worked (kb/recipes).
 //
 // Every call is scoped: a Scope names a tenant and an ontology (semantic
 // model), and nothing from another scope is ever returned.
+//
+// # Catalog
+//
+// Catalog is the interface; MemoryCatalog the embedded default and
+// kb/neo4j the Neo4j adapter; kb/kbtest is the conformance suite both
+// pass. Bootstrap builds a catalog from introspected datasets
+// (domain.Dataset, as the SQL adapters' Introspect returns them).
+//
+// Search is hybrid: BM25 (Bleve, scorch in memory) over names,
+// descriptions and fields with an analyzer that splits identifiers
+// (snake_case, camelCase, dotted names), lower-cases, drops English stop
+// words and stems (Porter); compound identifiers made of words the scope
+// uses elsewhere ("countrylanguage") are indexed with their parts too.
+// It is fused with cosine similarity over the dataset embeddings by
+// reciprocal-rank fusion (FuseRRF), with a lighter third ranking of the
+// candidates by how much of their own name the question contains. Either
+// side can be switched off (SearchMode). A search that matches nothing
+// returns the catalog's first datasets marked Fallback.
+//
+// Discover is the per-question discovery step: search, join-hint
+// expansion (datasets related to the strongest hits gain a share of their
+// scores, so a bridge table between two hits moves up), and the join
+// hints among the result.
+//
+// # Embeddings
+//
+// HashEmbedder is the offline default Embedder: feature hashing of
+// stemmed words, word pairs and character n-grams, IDF-weighted (Fit),
+// L2-normalised; no model, no download, deterministic. Any Embedder works
+// (providers/openai has an OpenAI-compatible one). A definition is
+// re-embedded when it changes; an embedder failure never fails a write:
+// the catalog publishes EmbeddingFailed on its hooks.Bus, searches with
+// BM25 alone, and Backfill embeds the missing vectors later.
+//
+// # Persistence
+//
+// MemoryCatalog.Save writes the definitions, vectors and Bleve indexes to
+// a directory; LoadCatalog opens them again without re-indexing.
 package kb

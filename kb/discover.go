@@ -1,0 +1,165 @@
+package kb
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/bichat-go/bichat/domain"
+)
+
+// DiscoverOptions configures Discover. The zero value is the tuned
+// default: 10 hits with join-hint expansion from the 3 strongest.
+type DiscoverOptions struct {
+	// K is the number of datasets returned; default 10.
+	K int
+	// NoExpand switches join-hint expansion off.
+	NoExpand bool
+	// Strong is how many top hits pull their related datasets up;
+	// default 3.
+	Strong int
+	// Lift is the share of a strong hit's score a related dataset gains
+	// (summed over the strong hits it joins); default 0.5.
+	Lift float64
+	// Pool is how many search hits are considered before expansion and
+	// re-ranking; default 3K.
+	Pool int
+}
+
+// Discovery is what the service hands the context builder before a
+// question: the datasets most likely needed and the join hints among them.
+type Discovery struct {
+	// Hits are the datasets, best first.
+	Hits []DatasetHit
+	// JoinHints are the relationships whose two ends are both among Hits.
+	JoinHints []domain.Relationship
+}
+
+// Names returns the hits' dataset names in order.
+func (d *Discovery) Names() []string {
+	out := make([]string, len(d.Hits))
+	for i, h := range d.Hits {
+		out[i] = h.Dataset.Name
+	}
+	return out
+}
+
+// Discover runs the per-question discovery step on any Catalog: search,
+// then join-hint expansion — datasets related to the strongest hits gain
+// a share of those hits' scores, so the bridge table between two hits or
+// the dimension a fact table joins to moves up (or in, marked Via) — and
+// finally the join hints among the chosen datasets. A question that
+// matches nothing returns the fallback list the catalog gives.
+func Discover(ctx context.Context, cat Catalog, scope Scope, question string, opts DiscoverOptions) (*Discovery, error) {
+	k := opts.K
+	if k <= 0 {
+		k = 10
+	}
+	strong := opts.Strong
+	if strong <= 0 {
+		strong = 3
+	}
+	lift := opts.Lift
+	if lift <= 0 {
+		lift = 0.5
+	}
+	pool := opts.Pool
+	if pool <= 0 {
+		pool = 3 * k
+	}
+	if opts.NoExpand {
+		pool = k
+	}
+	hits, err := cat.Search(ctx, scope, question, pool)
+	if err != nil {
+		return nil, fmt.Errorf("kb: discover: %w", err)
+	}
+	if !opts.NoExpand && len(hits) > 0 && !hits[0].Fallback {
+		if hits, err = expand(ctx, cat, scope, hits, strong, lift); err != nil {
+			return nil, fmt.Errorf("kb: discover: %w", err)
+		}
+	}
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	d := &Discovery{Hits: hits}
+	names := d.Names()
+	rels, err := cat.Relationships(ctx, scope, names...)
+	if err != nil {
+		return nil, fmt.Errorf("kb: discover: %w", err)
+	}
+	in := make(map[string]bool, len(names))
+	for _, n := range names {
+		in[n] = true
+	}
+	for _, r := range rels {
+		if in[r.From] && in[r.To] {
+			d.JoinHints = append(d.JoinHints, r)
+		}
+	}
+	return d, nil
+}
+
+// expand re-ranks hits with join-hint expansion.
+func expand(ctx context.Context, cat Catalog, scope Scope, hits []DatasetHit, strong int, lift float64) ([]DatasetHit, error) {
+	strong = min(strong, len(hits))
+	top := make([]string, strong)
+	strongScore := make(map[string]float64, strong)
+	for i := range strong {
+		top[i] = hits[i].Dataset.Name
+		strongScore[top[i]] = hits[i].Score
+	}
+	rels, err := cat.Relationships(ctx, scope, top...)
+	if err != nil {
+		return nil, err
+	}
+	gain := map[string]float64{}
+	via := map[string]string{}
+	seenPair := map[[2]string]bool{}
+	for _, r := range rels {
+		for _, p := range [][2]string{{r.From, r.To}, {r.To, r.From}} {
+			s, ok := strongScore[p[0]]
+			if !ok || p[0] == p[1] || seenPair[p] {
+				continue
+			}
+			seenPair[p] = true // several relationships between two datasets count once
+			gain[p[1]] += lift * s
+			if via[p[1]] == "" {
+				via[p[1]] = p[0]
+			}
+		}
+	}
+	byName := make(map[string]int, len(hits))
+	for i, h := range hits {
+		byName[h.Dataset.Name] = i
+	}
+	var missing []string
+	for n := range gain {
+		if _, ok := byName[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		ds, err := cat.Datasets(ctx, scope, missing...)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			byName[d.Name] = len(hits)
+			hits = append(hits, DatasetHit{Dataset: d, YAML: d.YAML(), Via: via[d.Name]})
+		}
+	}
+	for n, g := range gain {
+		if i, ok := byName[n]; ok {
+			hits[i].Score += g
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Dataset.Name < hits[j].Dataset.Name
+	})
+	return hits, nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kb_test
+
+const raceEnabled = false
