@@ -25,6 +25,15 @@ type Config struct {
 	// (memory.ArtifactStore), lost when the process exits; use
 	// domain/fsartifacts to keep files on disk.
 	ArtifactStore domain.ArtifactStore
+	// Models resolves the model a session asks for (SessionOptions.Model),
+	// e.g. a *providers.Registry. Nil: every session uses Agent.Model.
+	Models ModelResolver
+	// Context configures the context compiler that builds each model
+	// request (on by default).
+	Context ContextOptions
+	// Knowledge connects the dataset catalog, recipes and documents of the
+	// per-question discovery step (off when empty).
+	Knowledge Knowledge
 	// Bus receives agent, tool, session and message events; nil disables
 	// them.
 	Bus *hooks.Bus

@@ -64,9 +64,9 @@ func (s *Service) loadCheckpoint(ctx context.Context, p domain.Principal, msg *d
 func (s *Service) Resume(ctx context.Context, p domain.Principal, messageID string, answers agents.Answers) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
 		s.continueRun(ctx, p, messageID, domain.CheckpointQuestion, yield,
-			func(cp *agents.Checkpoint) error { return s.exec.ValidateAnswers(cp, answers) },
-			func(rctx context.Context, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
-				return s.exec.Resume(rctx, cp, answers, agents.WithRunID(runID))
+			func(exec *agents.Executor, cp *agents.Checkpoint) error { return exec.ValidateAnswers(cp, answers) },
+			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
+				return exec.Resume(rctx, cp, answers, agents.WithRunID(runID))
 			})
 	}
 }
@@ -94,17 +94,17 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 	return func(yield func(agents.Event, error) bool) {
 		d := agents.Decision{Token: token, TenantID: p.TenantID, UserID: p.UserID, Reason: strings.TrimSpace(reason)}
 		s.continueRun(ctx, p, messageID, domain.CheckpointConfirmation, yield,
-			func(cp *agents.Checkpoint) error {
+			func(exec *agents.Executor, cp *agents.Checkpoint) error {
 				if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > maxReasonLen {
 					return domain.Invalid("reason", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen))
 				}
-				return s.exec.VerifyDecision(cp, d)
+				return exec.VerifyDecision(cp, d)
 			},
-			func(rctx context.Context, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
+			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
 				if approve {
-					return s.exec.Approve(rctx, cp, d, agents.WithRunID(runID))
+					return exec.Approve(rctx, cp, d, agents.WithRunID(runID))
 				}
-				return s.exec.Deny(rctx, cp, d, agents.WithRunID(runID))
+				return exec.Deny(rctx, cp, d, agents.WithRunID(runID))
 			})
 	}
 }
@@ -113,8 +113,8 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 // without consuming it, then takes the checkpoint atomically (so two
 // concurrent answers cannot both resume), claims the message and runs.
 func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID string, kind domain.CheckpointKind,
-	yield func(agents.Event, error) bool, check func(*agents.Checkpoint) error,
-	start func(context.Context, *agents.Checkpoint, string) iter.Seq2[agents.Event, error]) {
+	yield func(agents.Event, error) bool, check func(*agents.Executor, *agents.Checkpoint) error,
+	start func(context.Context, *agents.Executor, *agents.Checkpoint, string) iter.Seq2[agents.Event, error]) {
 	if err := authorize(p, domain.PermWrite); err != nil {
 		yield(nil, err)
 		return
@@ -138,7 +138,12 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, fmt.Errorf("bichat: message %s waits for a %s, not a %s: %w", msg.ID, cp.Kind, kind, domain.ErrConflict))
 		return
 	}
-	if err := check(cp); err != nil {
+	exec, err := s.executorFor(sess.Model)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	if err := check(exec, cp); err != nil {
 		yield(nil, err)
 		return
 	}
@@ -168,7 +173,7 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 	rec := newRunRecord()
 	rec.args[cp.Pending.CallID] = cp.Pending.Arguments
 	s.drive(ctx, p, sess, msg, rec, func(rctx context.Context) iter.Seq2[agents.Event, error] {
-		return start(rctx, cp, runID)
+		return start(rctx, exec, cp, runID)
 	}, yield)
 }
 

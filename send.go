@@ -34,14 +34,29 @@ import (
 // error. Breaking out of the loop, or cancelling ctx, stops the run and
 // marks the message failed with code "cancelled": a message never stays
 // generating.
-func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string) iter.Seq2[agents.Event, error] {
+func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
+		var o sendOptions
+		for _, opt := range opts {
+			if opt != nil {
+				opt(&o)
+			}
+		}
 		sess, user, asst, history, err := s.prepareSend(ctx, p, sessionID, text)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		defer s.release(sess.ID)
+		exec, err := s.executorFor(sess.Model)
+		if err != nil {
+			s.failMessage(ctx, p, asst, "invalid", err.Error(), nil)
+			yield(nil, err)
+			return
+		}
+		if o.state != nil {
+			ctx = context.WithValue(ctx, stateKey{}, o.state)
+		}
 		in := agents.Input{
 			RunID:     asst.RunID,
 			TenantID:  p.TenantID,
@@ -52,7 +67,7 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 			Message:   agents.Message{Role: domain.RoleUser, Parts: user.Parts},
 		}
 		s.drive(ctx, p, sess, asst, newRunRecord(), func(rctx context.Context) iter.Seq2[agents.Event, error] {
-			return s.exec.Run(rctx, in)
+			return exec.Run(rctx, in)
 		}, yield)
 	}
 }
@@ -103,7 +118,7 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 		Parts: []domain.Part{domain.TextPart(t)}, Status: domain.StatusComplete, CreatedAt: now, UpdatedAt: now}
 	asst := &domain.Message{ID: domain.NewID(), TenantID: p.TenantID, SessionID: sess.ID, Role: domain.RoleAssistant,
 		Parts: []domain.Part{}, Status: domain.StatusGenerating, CreatedAt: now, UpdatedAt: now,
-		Metadata: domain.MessageMetadata{Model: s.model.Name}}
+		Metadata: domain.MessageMetadata{Model: s.modelName(sess.Model)}}
 	if err := s.repos.Messages.CreateMessages(ctx, user, asst); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("bichat: save question: %w", err)
 	}
@@ -376,7 +391,6 @@ func (s *Service) applyRecord(m *domain.Message, rec *runRecord) {
 		}
 	}
 	m.Citations = append(m.Citations, rec.citations...)
-	md.Model = s.model.Name
 	rec.calls, rec.datasets, rec.citations = nil, nil, nil
 }
 
@@ -426,4 +440,12 @@ func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domai
 	}
 	s.publishSave(ctx, p, asst)
 	return nil
+}
+
+// modelName is the name recorded on answers of a session using model.
+func (s *Service) modelName(model string) string {
+	if model == "" {
+		return s.model.Name
+	}
+	return model
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
+	bctx "github.com/bichat-go/bichat/context"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/hooks"
 )
@@ -26,6 +27,12 @@ type Service struct {
 	// runs never overlap in one session (across processes the repository
 	// check in prepareSend applies).
 	busy sync.Map
+
+	// compiler is shared by the context builders of every model (token
+	// and summary caches).
+	compiler *bctx.Compiler
+	execMu   sync.Mutex
+	execs    map[string]*agents.Executor // by session model name
 }
 
 // errBusy reports a session that already has a run in progress.
@@ -46,14 +53,20 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	exec, err := agents.NewExecutor(cfg.Agent)
-	if err != nil {
-		return nil, fmt.Errorf("bichat: %w", err)
+	if err := sharedConfirmationKey(&cfg.Agent); err != nil {
+		return nil, err
 	}
-	return &Service{cfg: cfg, repos: cfg.Store, exec: exec, bus: cfg.Bus, model: exec.ModelInfo()}, nil
+	s := &Service{cfg: cfg, repos: cfg.Store, bus: cfg.Bus, compiler: bctx.NewCompiler(), execs: map[string]*agents.Executor{}}
+	exec, err := s.newExecutor(cfg.Agent.Model)
+	if err != nil {
+		return nil, err
+	}
+	s.exec, s.model = exec, exec.ModelInfo()
+	return s, nil
 }
 
-// Executor returns the service's agent executor, e.g. to list its tools.
+// Executor returns the executor of the service's default model
+// (Agent.Model), e.g. to list its tools.
 func (s *Service) Executor() *agents.Executor { return s.exec }
 
 // SessionOptions configure a new session.
@@ -61,8 +74,9 @@ type SessionOptions struct {
 	// Title is 1 to 255 characters; empty means DefaultTitle, which the
 	// first question then replaces.
 	Title string
-	// Model must be empty (the service's model) or the service model's
-	// name.
+	// Model is the model the session's questions go to: empty for the
+	// service's model (Agent.Model), its name, or a name or alias
+	// Config.Models resolves (e.g. "claude-sonnet", "gpt-5.5").
 	Model string
 }
 
@@ -153,8 +167,8 @@ func (s *Service) CreateSession(ctx context.Context, p domain.Principal, opts Se
 		}
 		title = t
 	}
-	if opts.Model != "" && opts.Model != s.model.Name {
-		return nil, domain.Invalid("model", fmt.Sprintf("unknown model %q; this service runs %q", opts.Model, s.model.Name))
+	if _, err := s.executorFor(opts.Model); err != nil {
+		return nil, err
 	}
 	now := s.cfg.Now().UTC()
 	sess := &domain.Session{ID: domain.NewID(), TenantID: p.TenantID, OwnerID: p.UserID, Title: title,
