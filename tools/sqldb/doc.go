@@ -1,0 +1,35 @@
+// Package sqldb gives the agent safe, bounded, informative SQL access.
+//
+// DB is the small interface adapters implement: tools/sqldb/postgres
+// (PostgreSQL through pgx; every statement checked with the real PostgreSQL
+// parser, run in a READ ONLY transaction with a server-side timeout and
+// read through a cursor) and tools/sqldb/sqlite (embedded SQLite, no cgo;
+// read-only connection, query_only and an authorizer). Both return a
+// Result of at most Limits.MaxRows rows with database type names and a
+// truncation flag, and classify failures as an *Error with a Kind and a
+// short repair hint for the model ("column x does not exist; call
+// describe_table"). Error messages never contain connection strings or
+// passwords.
+//
+// New builds the data tools over a DB, each an agents.Tool with two-track
+// results:
+//
+//   - query_database {sql}: the model sees a markdown preview (20 rows by
+//     default) with the row count, a truncation note and the duration, or
+//     in data-minimisation mode only column statistics; the host gets every
+//     fetched row (QueryPayload) and a CSV table artifact. The table is kept
+//     in a tools.Results store under a name (result_N) that run_python,
+//     draw_chart and the export tools accept.
+//   - get_sample_data {dataset, limit}: a few rows of one dataset.
+//   - describe_table {datasets}: the YAML definitions (domain.Dataset.YAML).
+//   - profile_dataset {dataset}: per column type, nulls, distinct count,
+//     min, max, mean and median for numbers and top values for text,
+//     computed in SQL within the timeout.
+//
+// With Config.Bus set, every statement the tools run is published as a
+// QueryEvent (tool, rows, truncation, duration, error kind), next to the
+// executor's tool.start and tool.finish events.
+//
+// tools/sqldb/sampledata generates the project's deterministic retail
+// sample database for both dialects.
+package sqldb

@@ -1,0 +1,33 @@
+package postgres_test
+
+import (
+	"fmt"
+
+	"github.com/bichat-go/bichat/tools/sqldb/postgres"
+)
+
+// The validator needs no database: it is the first of the three layers.
+func ExampleValidator() {
+	v := postgres.NewValidator(postgres.Policy{SearchPath: []string{"sales"}})
+	allow := []string{"sales.orders", "sales.customers"}
+	for _, sql := range []string{
+		"WITH big AS (SELECT * FROM orders WHERE total > 100) SELECT c.name, count(*) FROM big JOIN customers c ON c.id = big.customer_id GROUP BY 1",
+		"SELECT * FROM orders; DROP TABLE orders",
+		"WITH gone AS (DELETE FROM orders RETURNING *) SELECT count(*) FROM gone",
+		"SELECT * FROM orders ORDER BY pg_sleep(10)",
+		"SELECT * FROM hr.salaries",
+	} {
+		st, err := v.Validate(sql, allow)
+		if err != nil {
+			fmt.Println("refused:", err)
+			continue
+		}
+		fmt.Println("accepted, reads", st.Relations)
+	}
+	// Output:
+	// accepted, reads [sales.customers sales.orders]
+	// refused: rejected: 2 statements were sent; only one is allowed. send a single SELECT statement without semicolons between statements
+	// refused: rejected: DELETE statements are not allowed, not even inside WITH. only read-only SELECT statements can run
+	// refused: rejected: function pg_sleep is not allowed. use only ordinary functions on the data; file, network, administration, sleep, sequence, lock and server-information functions are refused
+	// refused: rejected: relation hr.salaries is not in the allowed datasets. use only the allowed datasets, schema-qualified
+}
