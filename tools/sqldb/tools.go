@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,10 @@ type Config struct {
 	CacheFor time.Duration
 	// Bus receives a QueryEvent for every statement the tools run.
 	Bus *hooks.Bus
+	// Store, when set, keeps each result's CSV under the call's tenant so
+	// the host can download the table artifact (its URI is set then).
+	// Without it the CSV travels only in the payload.
+	Store domain.ArtifactStore
 }
 
 // Tools are the SQL data tools over one database. Build with New.
@@ -157,6 +162,14 @@ func (t *Tools) tableResult(ctx context.Context, res *Result, lim Limits, title 
 			"result": name, "rows": strconv.Itoa(len(res.Rows)), "truncated": strconv.FormatBool(res.Truncated),
 			"columns": strconv.Itoa(len(res.Columns)),
 		},
+	}
+	if t.cfg.Store != nil {
+		info, _ := agents.CallInfoFromContext(ctx)
+		stored, err := t.cfg.Store.Put(ctx, info.TenantID, art, bytes.NewReader(csv))
+		if err != nil {
+			return agents.Result{}, fmt.Errorf("sqldb: store result %s: %w", name, err)
+		}
+		art = stored
 	}
 	var b strings.Builder
 	if title != "" {

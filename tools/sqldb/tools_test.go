@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/domain/memory"
 	"github.com/bichat-go/bichat/hooks"
 	"github.com/bichat-go/bichat/providers/scripted"
 	"github.com/bichat-go/bichat/tools"
@@ -284,5 +286,34 @@ func TestToolsEndToEndThroughExecutor(t *testing.T) {
 	// The model saw the summary, not the payload.
 	if !strings.Contains(finished.Summary, "| completed |") || finished.Artifacts[0].Kind != domain.ArtifactTable {
 		t.Errorf("finished %+v", finished)
+	}
+}
+
+func TestQueryDatabaseStoresCSV(t *testing.T) {
+	t.Parallel()
+	store := memory.NewArtifactStore(0)
+	dt, err := sqldb.New(sqldb.Config{DB: sampleDB(t), Store: store, Limits: sqldb.Limits{MaxRows: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := call(t, dt.QueryTool(), callCtx("s-store"), map[string]string{"sql": "SELECT id FROM orders ORDER BY id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Artifacts[0]
+	if a.URI == "" || a.TenantID != "acme" || a.Metadata["rows"] != "5" {
+		t.Fatalf("artifact not stored: %+v", a)
+	}
+	rc, _, err := store.Get(t.Context(), "acme", a.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	body, _ := io.ReadAll(rc)
+	if string(body) != "id\n1\n2\n3\n4\n5\n" {
+		t.Fatalf("stored CSV %q", body)
+	}
+	if _, err := store.Stat(t.Context(), "globex", a.SHA256); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another tenant sees the CSV: %v", err)
 	}
 }
