@@ -1,184 +1,308 @@
-// Command quickstart runs bichat end to end on one machine with no servers
-// and no API key: an in-memory store, a scripted model standing in for an
-// LLM, and one typed tool over sample sales data that the program generates.
+// Command quickstart runs bichat end to end on one machine with no servers:
+// an embedded SQLite database of generated retail data, a dataset catalog
+// built from its schema, the read-only SQL, chart and Excel tools, and an
+// in-memory store.
 //
 //	go run ./examples/quickstart
 //
-// It creates a session, asks a question, prints the streamed events (text,
-// tool call, tool result for the host, usage) and then the message as it was
-// persisted.
+// With no provider configured, a scripted model plays the analyst (it calls
+// query_database, draw_chart and export_excel, then answers from the query
+// result), so the program runs offline. Set OPENAI_API_KEY,
+// ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST or OPENAI_BASE_URL (and
+// optionally BICHAT_MODEL) to let a real model answer instead.
+//
+// It prints the datasets the catalog found for the question, the streamed
+// events, the message as it was persisted and the files the tools made.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log"
-	"sort"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/domain/memory"
+	"github.com/bichat-go/bichat/hooks"
+	"github.com/bichat-go/bichat/kb"
+	"github.com/bichat-go/bichat/providers"
 	"github.com/bichat-go/bichat/providers/scripted"
+	"github.com/bichat-go/bichat/tools"
+	"github.com/bichat-go/bichat/tools/catalog"
+	"github.com/bichat-go/bichat/tools/chart"
+	"github.com/bichat-go/bichat/tools/export"
+	"github.com/bichat-go/bichat/tools/sqldb"
+	"github.com/bichat-go/bichat/tools/sqldb/sampledata"
+	"github.com/bichat-go/bichat/tools/sqldb/sqlite"
 )
 
-// RevenueQuery is the typed input of the revenue_by_region tool. Its JSON
-// Schema is generated from the struct; the model's arguments are validated
-// against it before the function runs.
-type RevenueQuery struct {
-	Year    int    `json:"year" jsonschema:"minimum=2024,maximum=2025,description=Calendar year"`
-	Quarter string `json:"quarter,omitempty" jsonschema:"enum=Q1,enum=Q2,enum=Q3,enum=Q4,description=Optional quarter"`
-}
+// question is what the analyst asks.
+const question = "Which region had the highest revenue in 2025? Chart it and give me a spreadsheet."
 
-// RegionRevenue is one row of the tool's result.
-type RegionRevenue struct {
-	Region  string  `json:"region"`
-	Revenue float64 `json:"revenue_eur"`
-	Orders  int     `json:"orders"`
-}
-
-// RevenueTable is the tool's output: the host renders Rows; the model reads
-// the summary.
-type RevenueTable struct {
-	Rows []RegionRevenue `json:"rows"`
-}
-
-// ToolSummary is what the model sees: a compact table, not the raw payload.
-func (t RevenueTable) ToolSummary() string {
-	var b strings.Builder
-	b.WriteString("region | revenue_eur | orders\n")
-	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "%s | %.2f | %d\n", r.Region, r.Revenue, r.Orders)
-	}
-	return b.String()
-}
-
-// sales generates deterministic sample orders: four regions over 2024-2025.
-func sales() map[string][]RegionRevenue {
-	regions := []string{"EMEA", "Americas", "APAC", "LATAM"}
-	out := map[string][]RegionRevenue{}
-	for y := 2024; y <= 2025; y++ {
-		for q := 1; q <= 4; q++ {
-			key := fmt.Sprintf("%d-Q%d", y, q)
-			for i, r := range regions {
-				orders := 120 + 37*i + 11*q + (y-2024)*25
-				out[key] = append(out[key], RegionRevenue{Region: r, Orders: orders,
-					Revenue: float64(orders) * (410 + 55*float64(i) + 3*float64(q))})
-			}
-		}
-	}
-	return out
-}
-
-func revenueByRegion(data map[string][]RegionRevenue) func(context.Context, RevenueQuery) (RevenueTable, error) {
-	return func(_ context.Context, q RevenueQuery) (RevenueTable, error) {
-		totals := map[string]*RegionRevenue{}
-		for key, rows := range data {
-			if !strings.HasPrefix(key, fmt.Sprint(q.Year)) || (q.Quarter != "" && !strings.HasSuffix(key, q.Quarter)) {
-				continue
-			}
-			for _, r := range rows {
-				t := totals[r.Region]
-				if t == nil {
-					t = &RegionRevenue{Region: r.Region}
-					totals[r.Region] = t
-				}
-				t.Revenue += r.Revenue
-				t.Orders += r.Orders
-			}
-		}
-		var out RevenueTable
-		for _, t := range totals {
-			out.Rows = append(out.Rows, *t)
-		}
-		sort.Slice(out.Rows, func(i, j int) bool { return out.Rows[i].Revenue > out.Rows[j].Revenue })
-		return out, nil
-	}
-}
+// revenueSQL is the statement the scripted analyst writes.
+const revenueSQL = `SELECT r.name AS region, ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue, COUNT(DISTINCT o.id) AS orders
+FROM orders o
+JOIN customers c ON c.id = o.customer_id
+JOIN regions r ON r.id = c.region_id
+JOIN order_items i ON i.order_id = o.id
+WHERE o.status = 'completed' AND o.ordered_at >= '2025-01-01' AND o.ordered_at < '2026-01-01'
+GROUP BY r.name
+ORDER BY revenue DESC`
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	offline := flag.Bool("offline", false, "use the scripted analyst even when a provider is configured")
+	save := flag.String("out", "", "folder to save the chart, workbook and CSV in (default: not saved)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *offline, *save); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context) error {
-	tool, err := agents.NewTool("revenue_by_region",
-		"Total revenue in EUR and order count per sales region for a year, optionally one quarter.",
-		revenueByRegion(sales()), agents.WithParallel())
+func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) error {
+	// 1. Data: a SQLite file of generated retail data, opened read-only.
+	dir, err := os.MkdirTemp("", "bichat-quickstart-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(dir)
+	dbPath := filepath.Join(dir, "retail.db")
+	if err := sampledata.CreateSQLite(ctx, dbPath); err != nil {
+		return fmt.Errorf("create sample data: %w", err)
+	}
+	db, err := sqlite.Open(dbPath, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 
-	// The scripted model plays an analyst: it calls the tool, then answers
-	// from the tool's summary. A real provider plugs in here instead.
-	model := &scripted.Model{
-		Turns: []scripted.Turn{{
-			Text:      "Let me pull revenue by region for 2025.\n",
-			ToolCalls: []scripted.Call{scripted.CallJSON("revenue_by_region", RevenueQuery{Year: 2025})},
-		}},
-		Respond: func(_ context.Context, req *agents.Request) (scripted.Turn, error) {
-			last := req.Messages[len(req.Messages)-1]
-			summary := last.Parts[0].ToolResult.Content
-			lines := strings.Split(strings.TrimSpace(summary), "\n")
-			top := strings.Split(lines[1], " | ")
-			return scripted.Turn{Text: fmt.Sprintf("**%s** led 2025 with €%s of revenue from %s orders.", top[0], top[1], top[2])}, nil
-		},
+	// 2. Knowledge: a catalog of the tables, searched before each question.
+	datasets, err := db.Introspect(ctx)
+	if err != nil {
+		return err
+	}
+	scope := kb.Scope{TenantID: "acme"}
+	cat, err := kb.Bootstrap(ctx, scope, datasets, kb.CatalogOptions{})
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+
+	// 3. Tools, sharing one result store (tables by name) and one artifact
+	// store (files).
+	store := memory.NewArtifactStore(0)
+	results := tools.NewMemoryResults(10)
+	charts := chart.NewMemoryCharts(0)
+	data, err := sqldb.New(sqldb.Config{DB: db, Results: results, Store: store, Datasets: datasets})
+	if err != nil {
+		return err
+	}
+	drawChart, err := chart.New(chart.Config{Results: results, Charts: charts, Store: store})
+	if err != nil {
+		return err
+	}
+	excel, err := export.NewExcel(export.ExcelConfig{Results: results, Store: store})
+	if err != nil {
+		return err
+	}
+	list, err := catalog.ListDatasets(cat)
+	if err != nil {
+		return err
+	}
+	toolset := append(data.All(), drawChart, excel, list)
+
+	// 4. The model: a real one when the environment configures it.
+	model, note, err := providers.FromEnv()
+	if err != nil {
+		return err
+	}
+	if forceOffline || model.Info().Provider == "scripted" {
+		model = analyst()
+		note = "offline demo: a scripted analyst stands in for the LLM (set a provider key to use a real model)"
+	}
+	fmt.Fprintf(out, "model: %s/%s\n%s\n", model.Info().Provider, model.Info().Name, note)
+
+	bus := hooks.New(hooks.Options{})
+	defer bus.Close()
+	if _, err := hooks.Listen(bus, func(_ context.Context, e *bichat.DiscoveryEvent) error {
+		fmt.Fprintf(out, "\n== discovery: %s\n", strings.Join(e.Datasets, ", "))
+		return nil
+	}); err != nil {
+		return err
 	}
 
 	svc, err := bichat.New(bichat.Config{
 		Agent: agents.Config{
-			Model:  model,
-			System: "You are a careful BI analyst. Use the tools; never invent numbers.",
-			Tools:  []agents.Tool{tool},
+			Model: model,
+			System: "You are a careful BI analyst. Answer from data: find the tables, query them with " +
+				"query_database, chart results with draw_chart and export them with export_excel when asked. " +
+				"Never invent numbers.",
+			Tools: toolset,
 		},
+		ArtifactStore: store,
+		Knowledge:     bichat.Knowledge{Catalog: cat},
+		Bus:           bus,
 	})
 	if err != nil {
 		return err
 	}
 
-	analyst := domain.Principal{TenantID: "acme", UserID: "ana", Roles: []domain.AccessRole{domain.AccessContributor}}
-	sess, err := svc.CreateSession(ctx, analyst, bichat.SessionOptions{})
+	ana := domain.Principal{TenantID: "acme", UserID: "ana", Roles: []domain.AccessRole{domain.AccessContributor}}
+	sess, err := svc.CreateSession(ctx, ana, bichat.SessionOptions{})
 	if err != nil {
 		return err
 	}
 
-	fmt.Println("== streamed events")
-	for ev, err := range svc.Send(ctx, analyst, sess.ID, "Which region had the highest revenue in 2025?") {
+	fmt.Fprintln(out, "\n== streamed events")
+	var answerID string
+	for ev, err := range svc.Send(ctx, ana, sess.ID, question) {
 		if err != nil {
 			return err
 		}
+		answerID = ev.Header().MessageID
 		switch e := ev.(type) {
 		case *agents.TextDelta:
-			fmt.Printf("text      %q\n", e.Text)
+			fmt.Fprintf(out, "text      %q\n", e.Text)
 		case *agents.ToolCallStarted:
-			fmt.Printf("tool call %s %s\n", e.Name, e.Arguments)
+			fmt.Fprintf(out, "tool call %s\n", e.Name)
 		case *agents.ToolCallFinished:
-			fmt.Printf("tool done %s: %d rows for the host, %d bytes for the model\n",
-				e.Name, len(e.Payload.(RevenueTable).Rows), len(e.Summary))
+			status := "ok"
+			if e.Error != "" {
+				status = "error: " + e.Summary
+			}
+			fmt.Fprintf(out, "tool done %s (%s), %d artifact(s)\n", e.Name, status, len(e.Artifacts))
 		case *agents.RunFinished:
-			fmt.Printf("finished  %s, %d tokens\n", e.Reason, e.Usage.TotalTokens)
-		default:
-			fmt.Printf("%-9s seq=%d\n", e.Type(), e.Header().Seq)
+			fmt.Fprintf(out, "finished  %s, %d tokens\n", e.Reason, e.Usage.TotalTokens)
+		case *agents.RunFailed:
+			fmt.Fprintf(out, "failed    %s: %s\n", e.Code, e.Message)
 		}
 	}
 
-	fmt.Println("\n== persisted")
-	msgs, err := svc.Messages(ctx, analyst, sess.ID, domain.MessageListOptions{})
+	fmt.Fprintln(out, "\n== persisted")
+	msgs, err := svc.Messages(ctx, ana, sess.ID, domain.MessageListOptions{})
 	if err != nil {
 		return err
 	}
 	for _, m := range msgs {
-		fmt.Printf("%-9s %-8s %s\n", m.Role, m.Status, strings.ReplaceAll(m.Text(), "\n", " "))
+		fmt.Fprintf(out, "%-9s %-8s %s\n", m.Role, m.Status, strings.ReplaceAll(m.Text(), "\n", " "))
 		for _, tc := range m.Metadata.ToolCalls {
-			fmt.Printf("          tool %s(%s) in %d ms\n", tc.Name, tc.Arguments, tc.DurationMS)
+			fmt.Fprintf(out, "          tool %s in %d ms\n", tc.Name, tc.DurationMS)
+		}
+		if len(m.Metadata.DatasetsUsed) > 0 {
+			fmt.Fprintf(out, "          datasets %s\n", strings.Join(m.Metadata.DatasetsUsed, ", "))
 		}
 	}
-	s, err := svc.GetSession(ctx, analyst, sess.ID)
+
+	fmt.Fprintln(out, "\n== files")
+	arts, err := svc.Artifacts(ctx, ana, answerID)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nsession %q\n", s.Title)
-	fmt.Println("(offline demo: a scripted model stood in for the LLM)")
+	for _, a := range arts {
+		rc, meta, err := svc.ArtifactContent(ctx, ana, a.ID)
+		if err != nil {
+			return err
+		}
+		n, err := saveArtifact(rc, saveDir, meta.Name)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%-6s %-28s %6d bytes  %s\n", meta.Kind, meta.Name, n, meta.MediaType)
+	}
 	return nil
+}
+
+// saveArtifact copies content to dir/name when dir is set, and counts it.
+func saveArtifact(content io.Reader, dir, name string) (int64, error) {
+	if dir == "" {
+		return io.Copy(io.Discard, content)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	f, err := root.Create(filepath.Base(name))
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// analyst is the scripted model of the offline demo. It reads the request
+// like a model would: with no tool result yet it queries, then charts and
+// exports the result it was told about, then answers from the query's
+// table.
+func analyst() *scripted.Model {
+	return &scripted.Model{Respond: func(_ context.Context, req *agents.Request) (scripted.Turn, error) {
+		results := map[string]string{}
+		for _, m := range req.Messages {
+			for _, p := range m.Parts {
+				if p.ToolResult != nil {
+					results[p.ToolResult.Name] = p.ToolResult.Content
+				}
+			}
+		}
+		query, ok := results[sqldb.ToolQuery]
+		switch {
+		case !ok:
+			return scripted.Turn{
+				Text:      "I'll sum 2025 revenue of completed orders per region.\n",
+				ToolCalls: []scripted.Call{scripted.CallJSON(sqldb.ToolQuery, sqldb.QueryArgs{SQL: revenueSQL})},
+			}, nil
+		case results["draw_chart"] == "":
+			ref := resultName(query)
+			return scripted.Turn{ToolCalls: []scripted.Call{
+				scripted.CallJSON("draw_chart", chart.Input{Type: "bar", Data: chart.Data{Ref: ref}, X: "region", Y: "revenue",
+					Title: "Revenue by region, 2025 (EUR)"}),
+				scripted.CallJSON("export_excel", export.ExcelInput{Title: "Revenue by region 2025",
+					Sheets: []export.SheetInput{{Name: "Revenue", Data: chart.Data{Ref: ref}}}}),
+			}}, nil
+		}
+		region, revenue, orders, err := topRow(query)
+		if err != nil {
+			return scripted.Turn{}, err
+		}
+		return scripted.Turn{Text: fmt.Sprintf("**%s** had the highest revenue in 2025: €%s from %s completed orders. "+
+			"The chart and the workbook are attached.", region, revenue, orders)}, nil
+	}}
+}
+
+// resultName finds the name query_database gave its result ("result_1").
+func resultName(summary string) string {
+	_, after, ok := strings.Cut(summary, `Refer to it as "`)
+	if !ok {
+		return "result_1"
+	}
+	name, _, _ := strings.Cut(after, `"`)
+	return name
+}
+
+// topRow reads the first data row of the markdown preview in a
+// query_database summary.
+func topRow(summary string) (region, revenue, orders string, err error) {
+	lines := strings.Split(summary, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "| ---") && i+1 < len(lines) {
+			cells := strings.Split(strings.Trim(lines[i+1], "| "), " | ")
+			if len(cells) == 3 {
+				return cells[0], cells[1], cells[2], nil
+			}
+		}
+	}
+	return "", "", "", errors.New("analyst: no table in the query result")
 }

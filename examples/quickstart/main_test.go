@@ -1,56 +1,58 @@
 package main
 
 import (
-	"io"
+	"bytes"
+	"image/png"
 	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
+
+	"github.com/xuri/excelize/v2"
 )
 
-// TestRun runs the quickstart with its standard output captured and checks
-// the lines a reader of the README is promised.
+// TestRun runs the quickstart offline and checks the lines a reader of the
+// README is promised, and the files it saves.
 func TestRun(t *testing.T) {
-	// Not parallel: it swaps the process's os.Stdout.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	var out bytes.Buffer
+	dir := t.TempDir()
+	if err := run(t.Context(), &out, true, dir); err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
-	orig := os.Stdout
-	os.Stdout = w
-	t.Cleanup(func() { os.Stdout = orig })
-	out := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-
-	runErr := run(t.Context())
-	os.Stdout = orig
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var got string
-	select {
-	case got = <-out:
-	case <-time.After(10 * time.Second):
-		t.Fatal("reading the captured output did not finish")
-	}
-	if runErr != nil {
-		t.Fatalf("run: %v\noutput:\n%s", runErr, got)
-	}
-
+	got := out.String()
 	for _, want := range []string{
-		`(?m)^tool call revenue_by_region \{"year":2025\}$`,
-		`(?m)^tool done revenue_by_region: 4 rows for the host, \d+ bytes for the model$`,
+		`(?m)^== discovery: .*\borders\b`,
+		`(?m)^== discovery: .*\bregions\b`,
+		`(?m)^tool done query_database \(ok\), 1 artifact\(s\)$`,
+		`(?m)^tool done draw_chart \(ok\), 2 artifact\(s\)$`,
+		`(?m)^tool done export_excel \(ok\), 1 artifact\(s\)$`,
 		`(?m)^finished  end_turn, [1-9]\d* tokens$`,
-		`(?m)^user +complete +Which region had the highest revenue in 2025\?$`,
-		`(?m)^assistant +complete +Let me pull revenue by region for 2025\. \*\*LATAM\*\* led 2025 with €[\d.]+ of revenue from \d+ orders\.$`,
-		`(?m)^ +tool revenue_by_region\(\{"year":2025\}\) in \d+ ms$`,
-		`(?m)^session "Which region had the highest revenue in 2025\?"$`,
+		`(?m)^user +complete +Which region had the highest revenue in 2025\? Chart it and give me a spreadsheet\.$`,
+		`(?m)^assistant +complete +I'll sum 2025 revenue of completed orders per region\. \*\*\w+\*\* had the highest revenue in 2025: €[\d.]+ from \d+ completed orders\.`,
+		`(?m)^ +datasets customers, order_items, orders, regions$`,
+		`(?m)^chart +chart_1\.png +\d+ bytes  image/png$`,
+		`(?m)^file +Revenue_by_region_2025\.xlsx +\d+ bytes`,
+		`(?m)^table +result_1\.csv +\d+ bytes  text/csv$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(got) {
 			t.Errorf("output lacks a line matching %s\noutput:\n%s", want, got)
 		}
+	}
+	img, err := os.ReadFile(filepath.Join(dir, "chart_1.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := png.DecodeConfig(bytes.NewReader(img)); err != nil || cfg.Width == 0 {
+		t.Errorf("chart PNG: %v %+v", err, cfg)
+	}
+	wb, err := excelize.OpenFile(filepath.Join(dir, "Revenue_by_region_2025.xlsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Close()
+	rows, err := wb.GetRows("Revenue")
+	if err != nil || len(rows) != 6 || rows[0][0] != "region" {
+		t.Errorf("workbook rows = %v, %v; want a header and 5 regions", rows, err)
 	}
 }

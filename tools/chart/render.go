@@ -225,6 +225,11 @@ func (p *plan) render(width, height int, fallback []*fonts.Face) ([]byte, error)
 	}
 	if p.mark != "arc" {
 		plt.Add(plotter.NewGrid())
+		// Headroom above the highest value, so the top bar or point does
+		// not touch the title.
+		if plt.Y.Max > plt.Y.Min {
+			plt.Y.Max += (plt.Y.Max - plt.Y.Min) * 0.05
+		}
 		if p.s >= 0 {
 			// Headroom for the legend, which sits at the top right.
 			plt.Y.Max += (plt.Y.Max - plt.Y.Min) * 0.08 * float64(min(len(p.seriesVals), 6))
@@ -338,6 +343,8 @@ func (p *plan) drawBars(plt *plot.Plot) error {
 		}
 	}
 	plt.NominalX(thin(cats, 30)...)
+	// Half a category of room on each side, so the outer bars are whole.
+	plt.X.Min, plt.X.Max = -0.5, float64(len(cats))-0.5
 	if len(cats) > 8 {
 		plt.X.Tick.Label.Rotation = math.Pi / 4
 		plt.X.Tick.Label.XAlign = draw.XRight
