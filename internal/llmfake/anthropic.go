@@ -49,13 +49,7 @@ func anthropicEvent(name string, v map[string]any) []byte {
 // t.Interleave), message_delta with the stop reason and cumulative output
 // tokens, and message_stop.
 func AnthropicStream(t Turn) Reply {
-	id, model := t.ID, t.Model
-	if id == "" {
-		id = "msg_fake1"
-	}
-	if model == "" {
-		model = "fake-model"
-	}
+	id, model := t.ids("msg_fake1")
 	start := AnthropicUsage(t.Usage)
 	start["output_tokens"] = 1
 	ev := [][]byte{

@@ -92,14 +92,7 @@ func geminiResponse(t Turn, parts []map[string]any, finish string, usage bool) m
 	if finish != "" {
 		cand["finishReason"] = finish
 	}
-	id := t.ID
-	if id == "" {
-		id = "resp-fake1"
-	}
-	model := t.Model
-	if model == "" {
-		model = "fake-model"
-	}
+	id, model := t.ids("resp-fake1")
 	r := map[string]any{"candidates": []any{cand}, "modelVersion": model, "responseId": id}
 	if usage {
 		r["usageMetadata"] = GeminiUsage(t.Usage)

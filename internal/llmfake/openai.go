@@ -16,14 +16,7 @@ import (
 var OpenAIDone = Data("[DONE]")
 
 func openaiDefaults(t Turn) (id, model string) {
-	id, model = t.ID, t.Model
-	if id == "" {
-		id = "chatcmpl-fake1"
-	}
-	if model == "" {
-		model = "fake-model"
-	}
-	return id, model
+	return t.ids("chatcmpl-fake1")
 }
 
 // OpenAIChunk formats one chat.completion.chunk event with a single choice

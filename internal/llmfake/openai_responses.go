@@ -44,14 +44,7 @@ func OpenAIResponsesUsage(u domain.Usage) map[string]any {
 // response.incomplete instead.
 func OpenAIResponsesStream(t Turn) Reply {
 	s := &respStream{}
-	id := t.ID
-	if id == "" {
-		id = "resp_fake1"
-	}
-	model := t.Model
-	if model == "" {
-		model = "fake-model"
-	}
+	id, model := t.ids("resp_fake1")
 	s.add("response.created", map[string]any{"response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}})
 	s.add("response.in_progress", map[string]any{"response": map[string]any{"id": id, "status": "in_progress"}})
 	out := 0

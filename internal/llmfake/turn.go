@@ -1,6 +1,10 @@
 package llmfake
 
-import "github.com/bichat-go/bichat/domain"
+import (
+	"cmp"
+
+	"github.com/bichat-go/bichat/domain"
+)
 
 // Turn is one model response described independently of any wire format;
 // the dialect functions (OpenAIStream, ...) render it.
@@ -74,6 +78,12 @@ func (r Reasoning) Joined() string {
 
 // fragments returns the order in which call argument pieces stream: pairs
 // of (call, piece), piece -1 being the call's header.
+// ids returns the turn's id (defaultID when empty) and model
+// ("fake-model" when empty).
+func (t Turn) ids(defaultID string) (id, model string) {
+	return cmp.Or(t.ID, defaultID), cmp.Or(t.Model, "fake-model")
+}
+
 func (t Turn) fragments() [][2]int {
 	var out [][2]int
 	if !t.Interleave {

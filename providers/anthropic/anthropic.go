@@ -1,13 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -110,17 +107,11 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("anthropic: Config.Model is required")
 	}
-	key := cfg.APIKey
-	if key == "" {
-		key = os.Getenv(EnvAPIKey)
+	key, err := llmhttp.APIKey(providerName, "Config.APIKey", cfg.APIKey, EnvAPIKey)
+	if err != nil {
+		return nil, err
 	}
-	if key == "" {
-		return nil, errors.New("anthropic: no API key: set Config.APIKey or " + EnvAPIKey)
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
+	base := llmhttp.BaseURL(cfg.BaseURL, DefaultBaseURL)
 	version := cfg.Version
 	if version == "" {
 		version = DefaultVersion
@@ -168,19 +159,11 @@ func (m *Model) Info() agents.ModelInfo { return m.info }
 // message_stop is an error wrapping llmhttp.ErrIncomplete, never a
 // complete answer.
 func (m *Model) Stream(ctx context.Context, req *agents.Request) iter.Seq2[agents.Chunk, error] {
-	return func(yield func(agents.Chunk, error) bool) {
-		body, err := m.body(req)
-		if err != nil {
-			yield(agents.Chunk{}, err)
-			return
-		}
-		hreq := &llmhttp.Request{URL: m.url, Header: m.header, Body: body}
-		for c, err := range llmhttp.Stream(ctx, m.client, hreq, decodeStream) {
-			if !yield(c, err) || err != nil {
-				return
-			}
-		}
+	body, err := m.body(req)
+	if err != nil {
+		return llmhttp.Fail[agents.Chunk](err)
 	}
+	return llmhttp.Stream(ctx, m.client, &llmhttp.Request{URL: m.url, Header: m.header, Body: body}, decodeStream)
 }
 
 // body encodes the JSON request body of req.
@@ -192,13 +175,11 @@ func (m *Model) body(req *agents.Request) ([]byte, error) {
 	if m.omitTmp {
 		w.Temperature = nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	b, err := llmhttp.EncodeJSON(w)
+	if err != nil {
 		return nil, errors.Join(errEncode, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // decodeStream reads the SSE body until message_stop.

@@ -9,7 +9,12 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/opaque"
 )
+
+// wireOpaque converts the base64 strings the API sends as opaque reasoning
+// state to the bytes kept in domain values and back.
+var wireOpaque = opaque.For(providerName)
 
 const providerName = "anthropic"
 
@@ -93,9 +98,9 @@ func (d *decoder) decode(name string, data []byte, out []agents.Chunk) ([]agents
 			out = append(out, agents.Chunk{Type: agents.ChunkReasoning, Index: ev.Index, Text: cb.Thinking,
 				Signature: cb.Signature, Provider: providerName})
 		case "redacted_thinking":
-			opaque, prov := opaqueFromWire(cb.Data)
+			state, prov := wireOpaque.FromWire(cb.Data)
 			out = append(out, agents.Chunk{Type: agents.ChunkReasoning, Index: ev.Index,
-				Opaque: opaque, Provider: prov})
+				Opaque: state, Provider: prov})
 		case "tool_use":
 			in := bytes.TrimSpace(cb.Input)
 			if len(in) > 0 && !bytes.Equal(in, []byte("{}")) && !bytes.Equal(in, []byte("null")) {

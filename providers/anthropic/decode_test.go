@@ -8,6 +8,7 @@ import (
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/internal/llmhttp"
+	"github.com/bichat-go/bichat/internal/llmtest"
 )
 
 // decodeEvents runs event data through a decoder and an accumulator.
@@ -118,7 +119,7 @@ func TestDecodeRoundTripsThinking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := mustJSON(t, w.Messages[1].Content)
+	got := llmtest.MustJSON(t, w.Messages[1].Content)
 	if r := resp.Message.Parts[2].Reasoning; string(r.Opaque) != "\x00\xffsecret" || r.Provider != "anthropic" {
 		t.Errorf("base64 data decoded to %q (%s)", r.Opaque, r.Provider)
 	}

@@ -214,12 +214,12 @@ func encodeMessage(m agents.Message) (string, []wireBlock, error) {
 				continue
 			}
 			r := p.Reasoning
-			if r.Provider != "" && r.Provider != providerName && r.Provider != rawProvider {
+			if r.Provider != "" && !wireOpaque.Owns(r.Provider) {
 				continue // another provider's reasoning cannot be verified here
 			}
 			switch {
 			case len(r.Opaque) > 0:
-				blocks = append(blocks, wireBlock{Type: "redacted_thinking", Data: opaqueToWire(r.Opaque, r.Provider)})
+				blocks = append(blocks, wireBlock{Type: "redacted_thinking", Data: wireOpaque.ToWire(r.Opaque, r.Provider)})
 			case r.Signature != "":
 				text, sig := r.Text, r.Signature
 				blocks = append(blocks, wireBlock{Type: "thinking", Thinking: &text, Signature: &sig})

@@ -8,16 +8,8 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/llmtest"
 )
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func callPart(id, name, args string) domain.Part {
 	return domain.Part{Type: domain.PartToolCall, ToolCall: &domain.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}}
@@ -74,7 +66,7 @@ func TestEncodeFullConversation(t *testing.T) {
 		`"tools":[{"name":"run_sql","description":"Run SQL","input_schema":{"type":"object","properties":{"sql":{"type":"string"}},"required":["sql"]}},` +
 		`{"name":"list","description":"List","input_schema":{"type":"object","properties":{}}}],` +
 		`"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"temperature":0.2,"stream":true}`
-	if got := mustJSON(t, w); got != want {
+	if got := llmtest.MustJSON(t, w); got != want {
 		t.Errorf("request\n got %s\nwant %s", got, want)
 	}
 }
@@ -139,7 +131,7 @@ func TestEncodeCacheBreakpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(w.System) != tt.wantSys {
-				t.Fatalf("system blocks = %d, want %d: %s", len(w.System), tt.wantSys, mustJSON(t, w.System))
+				t.Fatalf("system blocks = %d, want %d: %s", len(w.System), tt.wantSys, llmtest.MustJSON(t, w.System))
 			}
 			if tt.wantSys > 0 && (w.System[0].CacheControl != nil) != tt.wantSysMarked {
 				t.Errorf("system marked = %v", w.System[0].CacheControl != nil)
@@ -164,7 +156,7 @@ func TestEncodeCacheBreakpoints(t *testing.T) {
 					total++
 				}
 			}
-			if mustJSON(t, got) != mustJSON(t, tt.wantMarked) {
+			if llmtest.MustJSON(t, got) != llmtest.MustJSON(t, tt.wantMarked) {
 				t.Errorf("marked messages = %v, want %v", got, tt.wantMarked)
 			}
 			if total > MaxCacheBreakpoints {
@@ -211,7 +203,7 @@ func TestEncodeThinkingAndToolChoice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := mustJSON(t, w.ToolChoice) + "|" + mustJSON(t, w.Thinking); got != tt.want {
+			if got := llmtest.MustJSON(t, w.ToolChoice) + "|" + llmtest.MustJSON(t, w.Thinking); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})
@@ -244,7 +236,7 @@ func TestEncodeFiles(t *testing.T) {
 	}
 	want := `[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}},` +
 		`{"type":"image","source":{"type":"url","url":"https://x/y.png"}},{"type":"text","text":"[attached file q.csv (text/csv)]"}]`
-	if got := mustJSON(t, w.Messages[0].Content); got != want {
+	if got := llmtest.MustJSON(t, w.Messages[0].Content); got != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
 }

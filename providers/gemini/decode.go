@@ -13,7 +13,12 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/opaque"
 )
+
+// wireOpaque converts the base64 strings the API sends as opaque reasoning
+// state to the bytes kept in domain values and back.
+var wireOpaque = opaque.For(providerName)
 
 // decoder turns GenerateContentResponse chunks into agents chunks. It is
 // not safe for concurrent use.
@@ -161,7 +166,7 @@ func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []age
 		}
 		delta := agents.ToolCallDelta{Index: d.calls, ID: id, Name: fc.Name, Arguments: args, Provider: providerName}
 		if p.ThoughtSignature != "" {
-			delta.Opaque, delta.Provider = opaqueFromWire(p.ThoughtSignature)
+			delta.Opaque, delta.Provider = wireOpaque.FromWire(p.ThoughtSignature)
 		}
 		d.calls++
 		out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: delta})
@@ -175,7 +180,7 @@ func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []age
 			c.Text = *p.Text
 		}
 		if p.ThoughtSignature != "" {
-			c.Opaque, c.Provider = opaqueFromWire(p.ThoughtSignature)
+			c.Opaque, c.Provider = wireOpaque.FromWire(p.ThoughtSignature)
 		}
 		out = append(out, c)
 	case p.Text != nil:
@@ -187,9 +192,9 @@ func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []age
 			// A signature on a text part: kept as a signature-only
 			// reasoning block right after the text.
 			d.reasoning++
-			opaque, prov := opaqueFromWire(p.ThoughtSignature)
+			state, prov := wireOpaque.FromWire(p.ThoughtSignature)
 			out = append(out, agents.Chunk{Type: agents.ChunkReasoning, Index: d.reasoning,
-				Provider: prov, Opaque: opaque})
+				Provider: prov, Opaque: state})
 		}
 	}
 	return out

@@ -190,12 +190,12 @@ func encodeMessage(m agents.Message, callName map[string]string) (string, []wire
 			parts = append(parts, wirePart{Text: &t})
 		case domain.PartReasoning:
 			r := p.Reasoning
-			if role != "model" || r == nil || (r.Provider != providerName && r.Provider != rawProvider) {
+			if role != "model" || r == nil || !wireOpaque.Owns(r.Provider) {
 				continue // other providers' reasoning means nothing to Gemini
 			}
 			var sig string
 			if len(r.Opaque) > 0 {
-				sig = opaqueToWire(r.Opaque, r.Provider)
+				sig = wireOpaque.ToWire(r.Opaque, r.Provider)
 			}
 			if r.Text == "" {
 				if sig == "" {
@@ -228,10 +228,10 @@ func encodeMessage(m agents.Message, callName map[string]string) (string, []wire
 			}
 			fc := &wireFunctionCall{ID: wireID(tc.ID), Name: tc.Name, Args: args}
 			wp := wirePart{FunctionCall: fc}
-			ours := tc.Provider == providerName || tc.Provider == rawProvider
+			ours := wireOpaque.Owns(tc.Provider)
 			switch {
 			case len(tc.Opaque) > 0 && (ours || tc.Provider == ""):
-				wp.ThoughtSignature = opaqueToWire(tc.Opaque, tc.Provider)
+				wp.ThoughtSignature = wireOpaque.ToWire(tc.Opaque, tc.Provider)
 			case firstCall && !ours:
 				// A call another model made (a fallback chain, a switched
 				// session model): Gemini 3 rejects a model turn whose first

@@ -1,15 +1,12 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -84,20 +81,11 @@ func New(cfg Config) (*Model, error) {
 	if name == "" {
 		return nil, errors.New("gemini: Config.Model is required")
 	}
-	key := cfg.APIKey
-	if key == "" {
-		key = os.Getenv(EnvAPIKey)
+	key, err := llmhttp.APIKey(providerName, "Config.APIKey", cfg.APIKey, EnvAPIKey, EnvAPIKeyAlt)
+	if err != nil {
+		return nil, err
 	}
-	if key == "" {
-		key = os.Getenv(EnvAPIKeyAlt)
-	}
-	if key == "" {
-		return nil, errors.New("gemini: no API key: set Config.APIKey, " + EnvAPIKey + " or " + EnvAPIKeyAlt)
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
+	base := llmhttp.BaseURL(cfg.BaseURL, DefaultBaseURL)
 	version := cfg.APIVersion
 	if version == "" {
 		version = "v1beta"
@@ -133,19 +121,11 @@ func (m *Model) Info() agents.ModelInfo { return m.info }
 // connection, an error as the first chunk) are retried, honouring the
 // RetryInfo delay.
 func (m *Model) Stream(ctx context.Context, req *agents.Request) iter.Seq2[agents.Chunk, error] {
-	return func(yield func(agents.Chunk, error) bool) {
-		body, err := encodeBody(req)
-		if err != nil {
-			yield(agents.Chunk{}, err)
-			return
-		}
-		hreq := &llmhttp.Request{URL: m.streamURL, Header: m.header, Body: body}
-		for c, err := range llmhttp.Stream(ctx, m.client, hreq, decodeStream) {
-			if !yield(c, err) || err != nil {
-				return
-			}
-		}
+	body, err := encodeBody(req)
+	if err != nil {
+		return llmhttp.Fail[agents.Chunk](err)
 	}
+	return llmhttp.Stream(ctx, m.client, &llmhttp.Request{URL: m.streamURL, Header: m.header, Body: body}, decodeStream)
 }
 
 // Generate sends req with generateContent (no streaming) and returns the
@@ -173,13 +153,11 @@ func encodeBody(req *agents.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	b, err := llmhttp.EncodeJSON(w)
+	if err != nil {
 		return nil, errors.Join(errEncode, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // decodeStream reads the SSE body to its end.

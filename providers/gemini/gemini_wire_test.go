@@ -11,16 +11,8 @@ import (
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/internal/llmhttp"
+	"github.com/bichat-go/bichat/internal/llmtest"
 )
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestConvertSchema(t *testing.T) {
 	t.Parallel()
@@ -115,7 +107,7 @@ func TestEncodeConversation(t *testing.T) {
 		`{"name":"now","description":"Time"}]}],` +
 		`"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["run_sql"]}},` +
 		`"generationConfig":{"temperature":0.5,"maxOutputTokens":2048,"thinkingConfig":{"thinkingBudget":1024,"includeThoughts":true}}}`
-	if got := mustJSON(t, w); got != want {
+	if got := llmtest.MustJSON(t, w); got != want {
 		t.Errorf("request\n got %s\nwant %s", got, want)
 	}
 }
@@ -170,13 +162,13 @@ func TestDecodeStream(t *testing.T) {
 	}
 	p := resp.Message.Parts
 	if len(p) != 6 {
-		t.Fatalf("parts = %d: %s", len(p), mustJSON(t, p))
+		t.Fatalf("parts = %d: %s", len(p), llmtest.MustJSON(t, p))
 	}
 	if r := p[0].Reasoning; r.Text != "Plan: query." || string(r.Opaque) != "T1" || r.Provider != "gemini" {
 		t.Errorf("thought = %+v", r)
 	}
 	if p[1].Text != "Revenue was up." || string(p[2].Reasoning.Opaque) != "T2" || p[2].Reasoning.Text != "" {
-		t.Errorf("text/signature = %s", mustJSON(t, p[1:3]))
+		t.Errorf("text/signature = %s", llmtest.MustJSON(t, p[1:3]))
 	}
 	c1, c2, c3 := p[3].ToolCall, p[4].ToolCall, p[5].ToolCall
 	if c1.ID != "fc-1" || string(c1.Opaque) != "T3" || string(c1.Arguments) != `{"sql":"SELECT 1"}` {
@@ -198,7 +190,7 @@ func TestDecodeStream(t *testing.T) {
 	wantModel := `{"role":"model","parts":[{"text":"Plan: query.","thought":true,"thoughtSignature":"VDE="},{"text":"Revenue was up.","thoughtSignature":"VDI="},` +
 		`{"functionCall":{"id":"fc-1","name":"run_sql","args":{"sql":"SELECT 1"}},"thoughtSignature":"VDM="},` +
 		`{"functionCall":{"name":"search_kb","args":{"q":"x"}}},{"functionCall":{"name":"now","args":{}}}]}`
-	if got := mustJSON(t, w.Contents[1]); got != wantModel {
+	if got := llmtest.MustJSON(t, w.Contents[1]); got != wantModel {
 		t.Errorf("round trip\n got %s\nwant %s", got, wantModel)
 	}
 }
@@ -281,7 +273,7 @@ func TestNonBase64SignatureIsKeptVerbatim(t *testing.T) {
 	}
 	want := `{"role":"model","parts":[{"text":"hm","thought":true,"thoughtSignature":"not base64!"},` +
 		`{"functionCall":{"name":"f","args":{}},"thoughtSignature":"also-not_b64"}]}`
-	if got := mustJSON(t, w.Contents[1]); got != want {
+	if got := llmtest.MustJSON(t, w.Contents[1]); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
@@ -307,9 +299,9 @@ func TestForeignCallsGetTheValidatorBypass(t *testing.T) {
 	}
 	foreign := w.Contents[1].Parts
 	if foreign[0].ThoughtSignature != "skip_thought_signature_validator" || foreign[1].ThoughtSignature != "" {
-		t.Errorf("foreign calls: %s", mustJSON(t, foreign))
+		t.Errorf("foreign calls: %s", llmtest.MustJSON(t, foreign))
 	}
 	if own := w.Contents[3].Parts[0]; own.ThoughtSignature != "" {
-		t.Errorf("a Gemini call without signature got one: %s", mustJSON(t, own))
+		t.Errorf("a Gemini call without signature got one: %s", llmtest.MustJSON(t, own))
 	}
 }

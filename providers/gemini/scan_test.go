@@ -61,6 +61,8 @@ func TestScanResponseMatchesEncodingJSON(t *testing.T) {
 		`{"Candidates":[]}`,
 		`{"candidates":[{"content":{"parts":[{"text":"cut`,
 		`{"candidates":null}`,
+		"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\x01b\"}]}}]}",
+		`{"usageMetadata":{"promptTokenCount":1.0}}`,
 	}
 	for _, in := range rejected {
 		var r wireResponse
@@ -80,7 +82,7 @@ func FuzzScanResponse(f *testing.F) {
 		}
 		var want wireResponse
 		if err := json.Unmarshal(data, &want); err != nil {
-			return // the scanner tolerates control characters in strings
+			return // keys and skipped members are not validated (see internal/jsonscan)
 		}
 		if used(got) != used(want) {
 			t.Fatalf("%q:\nscanner       %s\nencoding/json %s", data, used(got), used(want))

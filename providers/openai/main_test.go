@@ -3,16 +3,9 @@ package openai_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/bichat-go/bichat/internal/llmtest"
 )
 
 // TestMain fails the package when a test leaves goroutines behind (an
-// unclosed body, a stuck stream); idle keep-alive connections of the
-// shared HTTP transport are not leaks.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
-}
+// unclosed body, a stuck stream).
+func TestMain(m *testing.M) { llmtest.VerifyNoLeaks(m) }

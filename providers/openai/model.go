@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"net/http"
 
 	"strings"
 	"time"
@@ -66,34 +67,44 @@ func (m *Model) Info() agents.ModelInfo { return m.info }
 // before "data: [DONE]" ends with an error wrapping llmhttp.ErrIncomplete.
 func (m *Model) Stream(ctx context.Context, req *agents.Request) iter.Seq2[agents.Chunk, error] {
 	if m.opts.ResponsesAPI {
-		return m.streamResponses(ctx, req)
+		body, err := m.responsesBody(req, !m.opts.NoStream)
+		return m.send(ctx, "/responses", body, err, m.decodeResponses, m.decodeResponsesWhole)
 	}
 	body, err := m.requestBody(req, !m.opts.NoStream)
-	if err != nil {
-		return func(yield func(agents.Chunk, error) bool) { yield(agents.Chunk{}, err) }
-	}
-	hr := &llmhttp.Request{URL: m.conn.url("/chat/completions"), Header: m.conn.header, Body: body}
-	if m.opts.NoStream {
-		return llmhttp.Stream(ctx, m.conn.client, hr, m.decodeWhole)
-	}
-	hr.Header = m.conn.header.Clone()
-	hr.Header.Set("Accept", "text/event-stream")
-	return llmhttp.Stream(ctx, m.conn.client, hr, m.decodeStream)
+	return m.send(ctx, "/chat/completions", body, err, m.decodeStream, m.decodeWhole)
 }
 
-// streamResponses is Stream in Responses API mode.
-func (m *Model) streamResponses(ctx context.Context, req *agents.Request) iter.Seq2[agents.Chunk, error] {
-	body, err := m.responsesBody(req, !m.opts.NoStream)
+// send posts body (or yields err, the body's encoding error) to path and
+// decodes the answer with stream, or whole when streaming is off.
+func (m *Model) send(ctx context.Context, path string, body []byte, err error,
+	stream, whole func(*http.Response, func(agents.Chunk) bool) error) iter.Seq2[agents.Chunk, error] {
 	if err != nil {
-		return func(yield func(agents.Chunk, error) bool) { yield(agents.Chunk{}, err) }
+		return llmhttp.Fail[agents.Chunk](err)
 	}
-	hr := &llmhttp.Request{URL: m.conn.url("/responses"), Header: m.conn.header, Body: body}
+	hr := &llmhttp.Request{URL: m.conn.url(path), Header: m.conn.header, Body: body}
 	if m.opts.NoStream {
-		return llmhttp.Stream(ctx, m.conn.client, hr, m.decodeResponsesWhole)
+		return llmhttp.Stream(ctx, m.conn.client, hr, whole)
 	}
 	hr.Header = m.conn.header.Clone()
 	hr.Header.Set("Accept", "text/event-stream")
-	return llmhttp.Stream(ctx, m.conn.client, hr, m.decodeResponses)
+	return llmhttp.Stream(ctx, m.conn.client, hr, stream)
+}
+
+// toolChoice returns the tool_choice value for tc: the mode's name, named
+// (the dialect's object) for one named tool, or nil when tc is unset.
+func (m *Model) toolChoice(tc agents.ToolChoice, named func(name string) any) (any, error) {
+	switch tc.Mode {
+	case agents.ToolChoiceNone, agents.ToolChoiceRequired, agents.ToolChoiceAuto:
+		return string(tc.Mode), nil
+	case agents.ToolChoiceTool:
+		if tc.Name == "" {
+			return nil, fmt.Errorf("%s: tool choice %q without a tool name", m.conn.provider, tc.Mode)
+		}
+		return named(tc.Name), nil
+	case "":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%s: unknown tool choice %q", m.conn.provider, tc.Mode)
 }
 
 // Wire types of the request.
@@ -210,18 +221,13 @@ func (m *Model) requestBody(req *agents.Request, stream bool) ([]byte, error) {
 		cr.Tools = append(cr.Tools, chatTool{Type: "function", Function: def})
 	}
 	if len(cr.Tools) > 0 {
-		switch o.ToolChoice.Mode {
-		case agents.ToolChoiceNone, agents.ToolChoiceRequired, agents.ToolChoiceAuto:
-			cr.ToolChoice = string(o.ToolChoice.Mode)
-		case agents.ToolChoiceTool:
-			if o.ToolChoice.Name == "" {
-				return nil, fmt.Errorf("%s: tool choice %q without a tool name", m.conn.provider, o.ToolChoice.Mode)
-			}
-			cr.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": o.ToolChoice.Name}}
-		case "":
-		default:
-			return nil, fmt.Errorf("%s: unknown tool choice %q", m.conn.provider, o.ToolChoice.Mode)
+		tc, err := m.toolChoice(o.ToolChoice, func(name string) any {
+			return map[string]any{"type": "function", "function": map[string]string{"name": name}}
+		})
+		if err != nil {
+			return nil, err
 		}
+		cr.ToolChoice = tc
 		if !m.opts.NoParallelToolCallsField {
 			cr.ParallelToolCalls = o.ParallelToolCalls
 		}

@@ -110,18 +110,13 @@ func (m *Model) responsesBody(req *agents.Request, stream bool) ([]byte, error) 
 		rr.Tools = append(rr.Tools, tool)
 	}
 	if len(rr.Tools) > 0 {
-		switch o.ToolChoice.Mode {
-		case agents.ToolChoiceNone, agents.ToolChoiceRequired, agents.ToolChoiceAuto:
-			rr.ToolChoice = string(o.ToolChoice.Mode)
-		case agents.ToolChoiceTool:
-			if o.ToolChoice.Name == "" {
-				return nil, fmt.Errorf("%s: tool choice %q without a tool name", m.conn.provider, o.ToolChoice.Mode)
-			}
-			rr.ToolChoice = map[string]string{"type": "function", "name": o.ToolChoice.Name}
-		case "":
-		default:
-			return nil, fmt.Errorf("%s: unknown tool choice %q", m.conn.provider, o.ToolChoice.Mode)
+		tc, err := m.toolChoice(o.ToolChoice, func(name string) any {
+			return map[string]string{"type": "function", "name": name}
+		})
+		if err != nil {
+			return nil, err
 		}
+		rr.ToolChoice = tc
 		rr.ParallelToolCalls = o.ParallelToolCalls
 	}
 	rr.MaxOutputTokens = o.MaxTokens

@@ -1,15 +1,15 @@
 //go:build unix
 
-package anthropic_test
+package llmtest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time (user+system) the process consumed so far,
+// CPUTime returns the CPU time (user+system) the process consumed so far,
 // so benchmark ratios hold on a machine shared with other work.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package anthropic_test
-
-import "time"
-
-// cpuTime is unavailable here: the CPU-time metrics report 0.
-func cpuTime() time.Duration { return 0 }
