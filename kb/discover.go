@@ -9,14 +9,14 @@ import (
 )
 
 // DiscoverOptions configures Discover. The zero value is the tuned
-// default: 10 hits with join-hint expansion from the 3 strongest.
+// default: 10 hits with join-hint expansion from the 4 strongest.
 type DiscoverOptions struct {
 	// K is the number of datasets returned; default 10.
 	K int
 	// NoExpand switches join-hint expansion off.
 	NoExpand bool
 	// Strong is how many top hits pull their related datasets up;
-	// default 3.
+	// default 4.
 	Strong int
 	// Lift is the share of a strong hit's score a related dataset gains
 	// (summed over the strong hits it joins); default 0.5.
@@ -57,7 +57,7 @@ func Discover(ctx context.Context, cat Catalog, scope Scope, question string, op
 	}
 	strong := opts.Strong
 	if strong <= 0 {
-		strong = 3
+		strong = 4
 	}
 	lift := opts.Lift
 	if lift <= 0 {

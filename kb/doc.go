@@ -19,10 +19,15 @@
 // words and stems (Porter); compound identifiers made of words the scope
 // uses elsewhere ("countrylanguage") are indexed with their parts too.
 // It is fused with cosine similarity over the dataset embeddings by
-// reciprocal-rank fusion (FuseRRF), with a lighter third ranking of the
-// candidates by how much of their own name the question contains. Either
-// side can be switched off (SearchMode). A search that matches nothing
-// returns the catalog's first datasets marked Fallback.
+// reciprocal-rank fusion (FuseRRF), with two more rankings of the
+// candidates: a lighter one by how much of their own name the question
+// contains, and one by the IDF-weighted share of the question's terms
+// their definition covers (no length normalisation, so wide tables are
+// not buried), counting part of what their best related dataset adds.
+// Sort requests ("ordered by", "in descending order") are dropped from
+// the question first (QuestionText). Either side can be switched off
+// (SearchMode). A search that matches nothing returns the catalog's
+// first datasets marked Fallback.
 //
 // Discover is the per-question discovery step: search, join-hint
 // expansion (datasets related to the strongest hits gain a share of their

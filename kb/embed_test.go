@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/bichat-go/bichat/kb"
@@ -92,4 +93,19 @@ func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+func TestQuestionText(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]string{
+		"List the names of singers ordered by age":    "List the names of singers by age",
+		"Show names in descending order of capacity.": "Show names in descending of capacity",
+		"Which products were sorted alphabetically?":  "Which products were alphabetically",
+		"How many orders did each customer place?":    "How many orders did each customer place?",
+		"What is the order date of the latest order?": "What is the order date of the latest order?",
+	} {
+		if got := kb.QuestionText(q); !strings.EqualFold(got, want) {
+			t.Errorf("QuestionText(%q) = %q, want %q", q, got, want)
+		}
+	}
 }

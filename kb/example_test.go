@@ -33,7 +33,7 @@ func Example() {
 		fmt.Printf("%s JOIN %s ON %s\n", r.From, r.To, r.JoinCondition())
 	}
 	// Output:
-	// [sales.customers sales.orders]
+	// [sales.orders sales.customers]
 	// sales.orders JOIN sales.customers ON customer_id = id
 }
 

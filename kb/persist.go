@@ -220,7 +220,7 @@ func (c *MemoryCatalog) loadScope(ctx context.Context, root string, sf scopeFile
 	_, fitter := c.embedder.(CorpusFitter)
 	for i, d := range ds {
 		y := d.YAML()
-		e := &entry{ds: cloneDataset(d), yaml: y, hash: sha256.Sum256([]byte(y)), nameTerms: nameTerms(d.Name)}
+		e := &entry{ds: cloneDataset(d), yaml: y, hash: sha256.Sum256([]byte(y)), nameTerms: nameTerms(d.Name), terms: definitionTerms(d)}
 		if v := sf.Datasets[i].Vector; c.embedder != nil && !fitter && len(v) == c.embedder.Dimensions() {
 			e.vec = v
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 
@@ -241,14 +242,17 @@ func recall(qs []spiderQuestion, k int, rank func(q string, k int) []string) flo
 	return recalls(qs, []int{k}, false, rank)[0]
 }
 
-// plainBM25 is the baseline: Bleve's standard analyzer and BM25 over the
-// table and column names, nothing else.
+// plainBM25 is the baseline: Bleve's BM25 over the table and column names
+// (Spider's natural-language names, so identifiers are already split into
+// words), nothing else. analyzer is standard.Name (lower-case, stop
+// words) or en.AnalyzerName (that plus English possessives and Porter
+// stemming, so "singers" meets "singer").
 type plainBM25 struct{ idx bleve.Index }
 
-func newPlainBM25(tb testing.TB, ds []domain.Dataset, text []string) *plainBM25 {
+func newPlainBM25(tb testing.TB, ds []domain.Dataset, text []string, analyzer string) *plainBM25 {
 	m := bleve.NewIndexMapping()
 	m.ScoringModel = bleveindex.BM25Scoring
-	m.DefaultAnalyzer = standard.Name
+	m.DefaultAnalyzer = analyzer
 	idx, err := bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -293,8 +297,10 @@ func spiderTable(tb testing.TB, set *spiderSet) []spiderRow {
 		tb.Fatal(err)
 	}
 	defer cat.Close()
-	base := newPlainBM25(tb, set.datasets, set.natural)
+	base := newPlainBM25(tb, set.datasets, set.natural, standard.Name)
 	defer base.idx.Close()
+	stemmed := newPlainBM25(tb, set.datasets, set.natural, en.AnalyzerName)
+	defer stemmed.idx.Close()
 	search := func(mode kb.SearchMode) func(string, int) []string {
 		return func(q string, k int) []string {
 			hits, err := cat.SearchWith(ctx, scope, q, kb.SearchOptions{K: k, Mode: mode})
@@ -317,12 +323,13 @@ func spiderTable(tb testing.TB, set *spiderSet) []spiderRow {
 	}
 	rows := []spiderRow{
 		{name: "plain BM25 (baseline)", baseline: true},
+		{name: "plain BM25, English stemming"},
 		{name: "BM25, identifier analyzer"},
 		{name: "vectors only (offline embedder)"},
 		{name: "hybrid (RRF)"},
 		{name: "hybrid + join-hint expansion"},
 	}
-	ranks := []func(string, int) []string{base.rank, search(kb.BM25Only), search(kb.VectorOnly), search(kb.Hybrid), discover}
+	ranks := []func(string, int) []string{base.rank, stemmed.rank, search(kb.BM25Only), search(kb.VectorOnly), search(kb.Hybrid), discover}
 	for i := range rows {
 		// Discover's pool depends on k; plain searches are prefixes.
 		r := recalls(set.questions, []int{5, 10}, i < len(rows)-1, ranks[i])
@@ -355,12 +362,23 @@ func TestSpiderSchemaRetrieval(t *testing.T) {
 	if best.r5 <= base.r5 || best.r10 <= base.r10 {
 		t.Errorf("hybrid + expansion (%.3f/%.3f) does not beat the baseline (%.3f/%.3f)", best.r5, best.r10, base.r5, base.r10)
 	}
+	// The goal is reached at recall@5 but not yet at recall@10: the full
+	// run holds the best achieved (0.907/0.941 when written) minus a small
+	// margin, so a regression fails. The race sample (every fifth
+	// question) is too small for it.
+	const floor5, floor10 = 0.895, 0.93
+	if !raceEnabled && (best.r5 < floor5 || best.r10 < floor10) {
+		t.Errorf("hybrid + expansion recall@5/@10 = %.3f/%.3f, below the floor %.3f/%.3f", best.r5, best.r10, floor5, floor10)
+	}
 	// The same with only the 20 databases the questions are about.
 	dev := set.devOnly()
 	rows = spiderTable(t, dev)
 	logSpider(t, "the 20 dev databases pooled", dev, rows)
 	if rows[len(rows)-1].r10 <= rows[0].r10 {
 		t.Errorf("dev pool: hybrid + expansion (%.3f) does not beat the baseline (%.3f) at recall@10", rows[len(rows)-1].r10, rows[0].r10)
+	}
+	if best := rows[len(rows)-1]; !raceEnabled && (best.r5 < 0.96 || best.r10 < 0.98) {
+		t.Errorf("dev pool: hybrid + expansion recall@5/@10 = %.3f/%.3f, below the floor 0.96/0.98", best.r5, best.r10)
 	}
 }
 

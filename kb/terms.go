@@ -1,6 +1,7 @@
 package kb
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -94,3 +95,36 @@ s t don also us get got give list show tell find return many much`) {
 // word (or a question verb such as "show" or "list") that carries no
 // meaning for finding a dataset.
 func IsStopWord(w string) bool { return stopWords[w] }
+
+// orderingWords are the verbs and nouns that ask for a sort order.
+var orderingWords = map[string]bool{"order": true, "ordered": true, "ordering": true, "sort": true, "sorted": true, "sorting": true}
+
+// orderingContext are the words next to which orderingWords ask for a sort
+// order ("ordered by", "in descending order") rather than name a subject
+// ("orders of each customer").
+var orderingContext = map[string]bool{"by": true, "in": true, "ascending": true, "descending": true, "asc": true, "desc": true,
+	"alphabetical": true, "alphabetically": true, "alphabetic": true, "reverse": true, "reversed": true, "lexicographical": true,
+	"lexicographic": true, "increasing": true, "decreasing": true, "chronological": true, "numerical": true, "them": true, "results": true}
+
+// QuestionText returns q without the words that ask for a presentation
+// rather than name data: a sort request ("ordered by", "in descending
+// order", "sorted alphabetically") says nothing about which dataset is
+// meant, but "order" would otherwise match every orders table. Other
+// words are kept as written.
+func QuestionText(q string) string {
+	words := Words(q)
+	drop := false
+	for i, w := range words {
+		if !orderingWords[w] {
+			continue
+		}
+		if (i+1 < len(words) && orderingContext[words[i+1]]) || (i > 0 && orderingContext[words[i-1]]) {
+			words[i] = ""
+			drop = true
+		}
+	}
+	if !drop {
+		return q
+	}
+	return strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == "" }), " ")
+}
