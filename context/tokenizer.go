@@ -39,8 +39,11 @@ const (
 // use.
 type Tokenizer struct {
 	enc  Encoding
-	core *tiktoken.Tiktoken
-	sep  int // tokens of SystemSeparator
+	core *encoder
+	// ref is tiktoken-go's encoder over the same ranks, kept for the tests
+	// that compare the two.
+	ref *tiktoken.Tiktoken
+	sep int // tokens of SystemSeparator
 	// heading counts contextTitle.
 	heading int
 	ranks   map[string]int
@@ -95,7 +98,11 @@ func load(enc Encoding) (*Tokenizer, error) {
 		set[k] = true
 	}
 	e := &tiktoken.Encoding{Name: string(enc), PatStr: pattern, MergeableRanks: ranks, SpecialTokens: special}
-	t := &Tokenizer{enc: enc, core: tiktoken.NewTiktoken(bpe, e, set), ranks: ranks}
+	core, err := newEncoder(pattern, ranks)
+	if err != nil {
+		return nil, fmt.Errorf("context: build %s encoder: %w", enc, err)
+	}
+	t := &Tokenizer{enc: enc, core: core, ref: tiktoken.NewTiktoken(bpe, e, set), ranks: ranks}
 	t.sep = t.Count(SystemSeparator)
 	t.heading = t.Count(contextTitle)
 	return t, nil
@@ -146,11 +153,11 @@ func (t *Tokenizer) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(t.core.EncodeOrdinary(s))
+	return t.core.count(s)
 }
 
 // Encode returns the token ids of s (special-token text is ordinary text).
-func (t *Tokenizer) Encode(s string) []int { return t.core.EncodeOrdinary(s) }
+func (t *Tokenizer) Encode(s string) []int { return t.core.encode(s, nil) }
 
 // EncodingForModel returns the encoding of an OpenAI model name: o200k_base
 // for gpt-4o, gpt-4.1, gpt-4.5, gpt-5, chatgpt-4o and the o-series (o1, o3,
