@@ -101,3 +101,40 @@ func CheckMediaType(mt string) (string, error) {
 	}
 	return mime.FormatMediaType(base, params), nil
 }
+
+// CheckArtifactPut validates the arguments of ArtifactStore.Put the way
+// every implementation must, and returns the canonical media type (empty
+// when meta has none, for the store to sniff): a valid tenant id, a
+// well-formed media type, non-nil content and a live context.
+func CheckArtifactPut(ctx context.Context, tenantID string, meta Artifact, content io.Reader) (string, error) {
+	if !ValidName(tenantID) {
+		return "", Invalid("tenant_id", "must be 1 to 128 printable ASCII characters without spaces")
+	}
+	mediaType := meta.MediaType
+	if mediaType != "" {
+		var err error
+		if mediaType, err = CheckMediaType(mediaType); err != nil {
+			return "", err
+		}
+	}
+	if content == nil {
+		return "", Invalid("content", "is nil")
+	}
+	return mediaType, ctx.Err()
+}
+
+// ContextReader returns a reader that fails once ctx is done, so a long
+// Put stops on cancellation.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -99,36 +99,14 @@ func checkHash(sum string) error {
 	return nil
 }
 
-// ctxReader fails reads once ctx is done, so a long Put stops on
-// cancellation.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // Put implements domain.ArtifactStore.
 func (s *Store) Put(ctx context.Context, tenantID string, meta domain.Artifact, content io.Reader) (domain.Artifact, error) {
-	tdir, err := tenantDir(tenantID)
+	mediaType, err := domain.CheckArtifactPut(ctx, tenantID, meta, content)
 	if err != nil {
 		return domain.Artifact{}, fmt.Errorf("fsartifacts: put: %w", err)
 	}
-	mediaType := meta.MediaType
-	if mediaType != "" {
-		if mediaType, err = domain.CheckMediaType(mediaType); err != nil {
-			return domain.Artifact{}, fmt.Errorf("fsartifacts: put: %w", err)
-		}
-	}
-	if content == nil {
-		return domain.Artifact{}, fmt.Errorf("fsartifacts: put: %w", domain.Invalid("content", "is nil"))
-	}
-	if err := ctx.Err(); err != nil {
+	tdir, err := tenantDir(tenantID)
+	if err != nil {
 		return domain.Artifact{}, fmt.Errorf("fsartifacts: put: %w", err)
 	}
 	tmpDir := path.Join(tdir, "tmp")
@@ -149,7 +127,7 @@ func (s *Store) Put(ctx context.Context, tenantID string, meta domain.Artifact, 
 
 	h := sha256.New()
 	var sniff sniffBuffer
-	src := io.Reader(ctxReader{ctx, content})
+	src := io.Reader(domain.ContextReader(ctx, content))
 	if s.maxSize >= 0 {
 		src = io.LimitReader(src, s.maxSize+1)
 	}

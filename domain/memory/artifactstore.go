@@ -66,37 +66,13 @@ func checkTenant(tenantID string) error {
 	return nil
 }
 
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // Put implements domain.ArtifactStore.
 func (s *ArtifactStore) Put(ctx context.Context, tenantID string, meta domain.Artifact, content io.Reader) (domain.Artifact, error) {
-	if err := checkTenant(tenantID); err != nil {
+	mediaType, err := domain.CheckArtifactPut(ctx, tenantID, meta, content)
+	if err != nil {
 		return domain.Artifact{}, fmt.Errorf("memory: put artifact: %w", err)
 	}
-	mediaType := meta.MediaType
-	if mediaType != "" {
-		var err error
-		if mediaType, err = domain.CheckMediaType(mediaType); err != nil {
-			return domain.Artifact{}, fmt.Errorf("memory: put artifact: %w", err)
-		}
-	}
-	if content == nil {
-		return domain.Artifact{}, fmt.Errorf("memory: put artifact: %w", domain.Invalid("content", "is nil"))
-	}
-	if err := ctx.Err(); err != nil {
-		return domain.Artifact{}, fmt.Errorf("memory: put artifact: %w", err)
-	}
-	src := io.Reader(ctxReader{ctx, content})
+	src := domain.ContextReader(ctx, content)
 	max := s.limit()
 	if max >= 0 {
 		src = io.LimitReader(src, max+1)

@@ -13,20 +13,7 @@ import (
 // warm (pooled zygote, a fresh forked process per job), and the cold
 // baseline of a bare `python3 -c "import pandas, matplotlib"`.
 func BenchmarkBwrap(b *testing.B) {
-	b.Run("baseline-python-import", sandboxtest.BenchImportBaseline)
-	for _, mode := range []struct {
-		name string
-		pool int
-	}{{"cold", 0}, {"warm", 1}} {
-		for _, job := range []struct {
-			name string
-			job  sandbox.Job
-		}{{"print", sandboxtest.PrintJob}, {"chart", sandboxtest.ChartJob}} {
-			b.Run(mode.name+"-"+job.name, func(b *testing.B) {
-				s := newSandbox(b, bwrap.Config{PoolSize: mode.pool})
-				defer s.Close()
-				sandboxtest.BenchJob(b, s, job.job, mode.pool > 0)
-			})
-		}
-	}
+	sandboxtest.Bench(b, func(b *testing.B, pool int) sandbox.Sandbox {
+		return newSandbox(b, bwrap.Config{PoolSize: pool})
+	})
 }

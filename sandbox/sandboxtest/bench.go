@@ -126,3 +126,25 @@ func pct(d []time.Duration, p int) time.Duration {
 	}
 	return s[i]
 }
+
+// Bench runs the standard benchmark matrix of an adapter: the import
+// baseline, then print(1) and the chart job, cold (newSandbox with pool
+// size 0) and warm (pool size 1). Report p50/p95 with -benchtime=50x.
+func Bench(b *testing.B, newSandbox func(b *testing.B, poolSize int) sandbox.Sandbox) {
+	b.Run("baseline-python-import", BenchImportBaseline)
+	for _, mode := range []struct {
+		name string
+		pool int
+	}{{"cold", 0}, {"warm", 1}} {
+		for _, job := range []struct {
+			name string
+			job  sandbox.Job
+		}{{"print", PrintJob}, {"chart", ChartJob}} {
+			b.Run(mode.name+"-"+job.name, func(b *testing.B) {
+				s := newSandbox(b, mode.pool)
+				defer s.Close()
+				BenchJob(b, s, job.job, mode.pool > 0)
+			})
+		}
+	}
+}
