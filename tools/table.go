@@ -222,3 +222,15 @@ func (m *MemoryResults) List(ctx context.Context) ([]string, error) {
 	}
 	return append([]string(nil), s.names...), nil
 }
+
+// FormatSize renders a byte count the way tool summaries show file sizes:
+// "532 bytes", "12 KB" (rounded), "1.4 MB".
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", (n+512)>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -102,3 +102,12 @@ func TestMemoryResultsConcurrent(t *testing.T) {
 		t.Fatalf("%d names", len(names))
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "0 bytes", 1023: "1023 bytes", 1024: "1 KB", 1535: "1 KB", 1536: "2 KB", 3 << 20: "3.0 MB", 1<<20 + 1<<19: "1.5 MB"} {
+		if got := tools.FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

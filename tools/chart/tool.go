@@ -247,7 +247,7 @@ func (p *plan) summary(name string, t tools.Table, pngSize, w, h int) string {
 	if t.Truncated {
 		b.WriteString("; note: the result was truncated, so the chart shows only the rows fetched")
 	}
-	fmt.Fprintf(&b, ". The user sees it; a %d×%d PNG (%s) and a Vega-Lite spec were attached. To put it in a PDF report, give chart %q to export_pdf.", w, h, sizeText(pngSize), name)
+	fmt.Fprintf(&b, ". The user sees it; a %d×%d PNG (%s) and a Vega-Lite spec were attached. To put it in a PDF report, give chart %q to export_pdf.", w, h, tools.FormatSize(pngSize), name)
 	return b.String()
 }
 
@@ -256,14 +256,4 @@ func article(mark string) string {
 		return "an " + mark
 	}
 	return "a " + mark
-}
-
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KB", (n+512)>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -400,7 +400,7 @@ func excelCall(ctx context.Context, cfg ExcelConfig, in ExcelInput) (agents.Resu
 		return agents.Result{}, fmt.Errorf("export_excel: save workbook: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Exported workbook %q (%s) with %d sheet", name, sizeText(len(content)), len(infos))
+	fmt.Fprintf(&b, "Exported workbook %q (%s) with %d sheet", name, tools.FormatSize(len(content)), len(infos))
 	if len(infos) != 1 {
 		b.WriteString("s")
 	}

@@ -51,16 +51,6 @@ func fileName(title, ext, fallback string) string {
 	return name + ext
 }
 
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KB", (n+512)>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
 // thousands formats n with comma separators.
 func thousands(n int) string {
 	s := fmt.Sprint(n)

@@ -524,7 +524,7 @@ func pdfCall(ctx context.Context, cfg PDFConfig, r *PDFRenderer, in PDFInput) (a
 		return agents.Result{}, fmt.Errorf("export_pdf: save report: %w", err)
 	}
 	summary := fmt.Sprintf("Exported PDF report %q (%s, %d page%s) with %d section%s, %d table%s and %d chart%s. The user can download it.",
-		name, sizeText(len(content)), pinfo.Pages, plural(pinfo.Pages), len(rep.Sections), plural(len(rep.Sections)),
+		name, tools.FormatSize(len(content)), pinfo.Pages, plural(pinfo.Pages), len(rep.Sections), plural(len(rep.Sections)),
 		tablesN, plural(tablesN), chartsN, plural(chartsN))
 	if len(pinfo.Notes) > 0 {
 		summary += " Notes: " + strings.Join(pinfo.Notes, "; ") + "."
