@@ -172,13 +172,8 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 			errs = append(errs, fmt.Errorf("documents: %w", err))
 		}
 		for _, h := range res.Hits {
-			snippet := ""
-			if len(h.Snippets) > 0 {
-				snippet = h.Snippets[0].Text
-			}
-			b.KBHits(bctx.KBHit{Title: h.Document.Title, Snippet: snippet, Score: h.Score,
-				Citation: domain.Citation{Source: "kb", DocumentID: h.Document.ID, Title: h.Document.Title,
-					URL: h.Document.URL(), Snippet: snippet, Score: h.Score}})
+			c := h.Citation()
+			b.KBHits(bctx.KBHit{Title: c.Title, Snippet: c.Snippet, Score: h.Score, Citation: c})
 		}
 		ev.Documents = len(res.Hits)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
+	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/kb"
 )
 
@@ -84,6 +85,20 @@ type Hit struct {
 	// of relevance. When only the title or tags matched, the single
 	// snippet is the start of the content, without highlights.
 	Snippets []Snippet `json:"snippets,omitempty"`
+}
+
+// CitationSource is the Source of the citations Hit.Citation makes.
+const CitationSource = "kb"
+
+// Citation returns the citation a host renders for the hit: the document's
+// id, title and URL, the best snippet as plain text and the score.
+func (h Hit) Citation() domain.Citation {
+	snippet := ""
+	if len(h.Snippets) > 0 {
+		snippet = h.Snippets[0].Text
+	}
+	d := h.Document
+	return domain.Citation{Source: CitationSource, DocumentID: d.ID, Title: d.Title, URL: d.URL(), Snippet: snippet, Score: h.Score}
 }
 
 // Snippet is a passage of a document's content with the matched words

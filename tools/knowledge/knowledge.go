@@ -29,7 +29,7 @@ const (
 )
 
 // CitationSource is the Source of the citations kb_search returns.
-const CitationSource = "kb"
+const CitationSource = docs.CitationSource
 
 // Option configures the tools.
 type Option func(*config)
@@ -154,8 +154,7 @@ func searchResult(query string, res docs.Results) agents.Result {
 			fmt.Fprintf(&b, ", %s", oneLine(u))
 		}
 		b.WriteString(")\n")
-		snippet := ""
-		for k, s := range h.Snippets {
+		for _, s := range h.Snippets {
 			text := s.Mark("**", "**")
 			if s.CutStart {
 				text = "…" + text
@@ -164,13 +163,8 @@ func searchResult(query string, res docs.Results) agents.Result {
 				text += "…"
 			}
 			fmt.Fprintf(&b, "    %s\n", text)
-			if k == 0 {
-				snippet = s.Text
-			}
 		}
-		cites = append(cites, domain.Citation{
-			Source: CitationSource, DocumentID: d.ID, Title: d.Title, URL: d.URL(), Snippet: snippet, Score: h.Score,
-		})
+		cites = append(cites, h.Citation())
 	}
 	return agents.Result{
 		Summary:   strings.TrimRight(b.String(), "\n"),
