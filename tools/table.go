@@ -234,3 +234,12 @@ func FormatSize(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// SaveArtifact stores content in store under the tenant of the tool call
+// (agents.CallInfoFromContext) and returns the artifact with its hash, size
+// and URI set. Every tool that produces a file saves it this way, so the
+// service can serve it to the tenant's users and to nobody else.
+func SaveArtifact(ctx context.Context, store domain.ArtifactStore, meta domain.Artifact, content []byte) (domain.Artifact, error) {
+	info, _ := agents.CallInfoFromContext(ctx)
+	return store.Put(ctx, info.TenantID, meta, bytes.NewReader(content))
+}

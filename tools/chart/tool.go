@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -210,13 +209,13 @@ func (d *drawer) call(ctx context.Context, in Input) (agents.Result, error) {
 	}
 	c.Name = name
 	meta := map[string]string{"chart": name, "type": p.mark, "x": p.col(p.x), "y": p.col(p.y)}
-	img, err := d.cfg.Store.Put(ctx, info.TenantID, domain.Artifact{Kind: domain.ArtifactChart, Name: name + ".png",
-		MediaType: domain.MediaTypePNG, Metadata: meta}, bytes.NewReader(png))
+	img, err := tools.SaveArtifact(ctx, d.cfg.Store, domain.Artifact{Kind: domain.ArtifactChart, Name: name + ".png",
+		MediaType: domain.MediaTypePNG, Metadata: meta}, png)
 	if err != nil {
 		return agents.Result{}, fmt.Errorf("draw_chart: save image: %w", err)
 	}
-	vl, err := d.cfg.Store.Put(ctx, info.TenantID, domain.Artifact{Kind: domain.ArtifactChart, Name: name + ".vl.json",
-		MediaType: domain.MediaTypeVegaLite, Metadata: meta}, bytes.NewReader(spec))
+	vl, err := tools.SaveArtifact(ctx, d.cfg.Store, domain.Artifact{Kind: domain.ArtifactChart, Name: name + ".vl.json",
+		MediaType: domain.MediaTypeVegaLite, Metadata: meta}, spec)
 	if err != nil {
 		return agents.Result{}, fmt.Errorf("draw_chart: save spec: %w", err)
 	}

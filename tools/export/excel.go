@@ -394,8 +394,8 @@ func excelCall(ctx context.Context, cfg ExcelConfig, in ExcelInput) (agents.Resu
 	}
 	name := fileName(in.Title, ".xlsx", "export")
 	meta := map[string]string{"title": in.Title, "sheets": strconv.Itoa(len(infos))}
-	a, err := cfg.Store.Put(ctx, info.TenantID, domain.Artifact{Kind: domain.ArtifactFile, Name: name,
-		MediaType: domain.MediaTypeXLSX, Metadata: meta}, bytes.NewReader(content))
+	a, err := tools.SaveArtifact(ctx, cfg.Store, domain.Artifact{Kind: domain.ArtifactFile, Name: name,
+		MediaType: domain.MediaTypeXLSX, Metadata: meta}, content)
 	if err != nil {
 		return agents.Result{}, fmt.Errorf("export_excel: save workbook: %w", err)
 	}

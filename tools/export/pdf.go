@@ -518,8 +518,8 @@ func pdfCall(ctx context.Context, cfg PDFConfig, r *PDFRenderer, in PDFInput) (a
 		return agents.Result{}, fmt.Errorf("export_pdf: %w", err)
 	}
 	name := fileName(in.Title, ".pdf", "report")
-	a, err := cfg.Store.Put(ctx, info.TenantID, domain.Artifact{Kind: domain.ArtifactReport, Name: name, MediaType: domain.MediaTypePDF,
-		Metadata: map[string]string{"title": rep.Title, "pages": strconv.Itoa(pinfo.Pages)}}, bytes.NewReader(content))
+	a, err := tools.SaveArtifact(ctx, cfg.Store, domain.Artifact{Kind: domain.ArtifactReport, Name: name, MediaType: domain.MediaTypePDF,
+		Metadata: map[string]string{"title": rep.Title, "pages": strconv.Itoa(pinfo.Pages)}}, content)
 	if err != nil {
 		return agents.Result{}, fmt.Errorf("export_pdf: save report: %w", err)
 	}

@@ -1,7 +1,6 @@
 package python
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,8 +131,7 @@ func (t *tool) call(ctx context.Context, a Args) (agents.Result, error) {
 		art := domain.Artifact{Kind: kind, Name: f.Name, MediaType: f.MediaType, SHA256: domain.ContentHash(f.Data),
 			Size: f.Size, Metadata: map[string]string{"tool": Name}}
 		if t.cfg.Store != nil {
-			info, _ := agents.CallInfoFromContext(ctx)
-			stored, err := t.cfg.Store.Put(ctx, info.TenantID, art, bytes.NewReader(f.Data))
+			stored, err := tools.SaveArtifact(ctx, t.cfg.Store, art, f.Data)
 			if err != nil {
 				return agents.Result{}, fmt.Errorf("run_python: store %s: %w", f.Name, err)
 			}

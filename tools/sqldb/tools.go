@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -164,8 +163,7 @@ func (t *Tools) tableResult(ctx context.Context, res *Result, lim Limits, title 
 		},
 	}
 	if t.cfg.Store != nil {
-		info, _ := agents.CallInfoFromContext(ctx)
-		stored, err := t.cfg.Store.Put(ctx, info.TenantID, art, bytes.NewReader(csv))
+		stored, err := tools.SaveArtifact(ctx, t.cfg.Store, art, csv)
 		if err != nil {
 			return agents.Result{}, fmt.Errorf("sqldb: store result %s: %w", name, err)
 		}
