@@ -251,3 +251,25 @@ func TestContextRulesArePinned(t *testing.T) {
 		t.Errorf("system prefix %d of %d", req.Cache.SystemPrefix, len(req.System))
 	}
 }
+
+func TestContextTooLongFailsTheMessageClearly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, brainModel(), nil, func(c *bichat.Config) {
+		c.Context.Policy = func(m agents.Model) bctx.Policy {
+			return bctx.Policy{ContextWindow: 60, CompletionReserve: 10, Overflow: bctx.OverflowError}
+		}
+	})
+	sess := f.session(t, alice, "long")
+	_, rf, err := failedRun(t, collect(t, f.svc.Send(t.Context(), alice, sess.ID, strings.Repeat("Revenue by region please. ", 40))))
+	if !errors.Is(err, bctx.ErrBudgetExceeded) || rf == nil || rf.Code != "context_too_long" || !strings.Contains(rf.Message, "start a new conversation") {
+		t.Fatalf("RunFailed = %+v, err = %v", rf, err)
+	}
+	msgs := f.messages(t, alice, sess.ID)
+	last := msgs[len(msgs)-1]
+	if last.Status != domain.StatusFailed || last.Metadata.Error == nil || last.Metadata.Error.Code != "context_too_long" {
+		t.Fatalf("message %s %+v", last.Status, last.Metadata.Error)
+	}
+	if f.model.Calls() != 0 {
+		t.Errorf("the model was called %d times", f.model.Calls())
+	}
+}

@@ -1802,3 +1802,20 @@ func TestConcurrentRuns(t *testing.T) {
 		t.Errorf("tool ran %d times, want 16", n.Load())
 	}
 }
+
+type tooLong struct{}
+
+func (tooLong) Error() string                { return "prompt needs 900 tokens, budget 100" }
+func (tooLong) RunFailure() (string, string) { return "context_too_long", "Ask a shorter question." }
+
+func TestRunFailureErrorsPresentThemselves(t *testing.T) {
+	t.Parallel()
+	m := &scripted.Model{Turns: []scripted.Turn{{Text: "never"}}}
+	e := newExec(t, agents.Config{Model: m, Builder: agents.BuilderFunc(func(context.Context, *agents.TurnContext) (*agents.Request, error) {
+		return nil, fmt.Errorf("compile: %w", tooLong{})
+	})})
+	_, rf, err := failed(t, drain(t, e.Run(t.Context(), agents.Input{Message: agents.UserMessage("q")})))
+	if rf.Code != "context_too_long" || rf.Message != "Ask a shorter question." || !errors.As(err, new(tooLong)) {
+		t.Errorf("RunFailed = %+v, err = %v", rf, err)
+	}
+}

@@ -285,6 +285,7 @@ func (r *run) fail(err error) {
 
 func classifyRunError(err error) (code, msg string) {
 	var me *ModelError
+	var rf RunFailure
 	switch {
 	case errors.Is(err, errStopped):
 		return "cancelled", "The consumer stopped reading the run."
@@ -294,10 +295,21 @@ func classifyRunError(err error) (code, msg string) {
 		return "timeout", "The request took too long and was stopped."
 	case errors.As(err, &me):
 		return "model_error", "The language model failed: " + me.Err.Error()
+	case errors.As(err, &rf):
+		return rf.RunFailure()
 	case errors.Is(err, domain.ErrInvalid):
 		return "invalid", err.Error()
 	}
 	return "internal", "An internal error stopped the run."
+}
+
+// RunFailure is implemented by errors that know how a failed run should be
+// reported: a short machine-readable code and a message fit for the end
+// user (no internals). A request builder or tool error that implements it
+// sets RunFailed.Code and RunFailed.Message; others are "internal".
+type RunFailure interface {
+	error
+	RunFailure() (code, message string)
 }
 
 // Retryable reports whether err is transient: it (or an error it wraps)

@@ -177,5 +177,12 @@ func (e *BudgetError) Error() string {
 		what, e.Tokens, e.Tokens-e.Budget, e.Budget, e.Strategy)
 }
 
+// RunFailure reports the failure to the end user (agents.RunFailure): code
+// "context_too_long" and what to do about it.
+func (e *BudgetError) RunFailure() (code, message string) {
+	return "context_too_long", fmt.Sprintf("The question and the conversation so far need %d tokens, more than the %d the model accepts. "+
+		"Ask a shorter question or start a new conversation.", e.Tokens, e.Budget)
+}
+
 // Is makes errors.Is(err, ErrBudgetExceeded) true.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
