@@ -85,14 +85,23 @@ type Limits struct {
 	WallTime time.Duration
 	// Memory caps the memory of the job (default 512 MiB). Docker enforces
 	// it with a cgroup (Memory = MemorySwap); bwrap with RLIMIT_AS on top
-	// of the pre-loaded interpreter's address space (see package bwrap).
+	// of the pre-loaded interpreter's address space and, where the host
+	// allows cgroups, a memory cgroup per worker (see package bwrap).
+	// Output.Unenforced says when the cgroup part could not be applied.
 	Memory int64
 	// CPUs caps the processor share (default 1). Docker: NanoCPUs. bwrap:
+	// a CPU quota (cgroup cpu controller) where the host allows cgroups,
 	// as many BLAS threads, RLIMIT_CPU of WallTime×CPUs, and CPU affinity
 	// to ceil(CPUs) cores when bwrap.Config.PinCPUs is set.
 	CPUs float64
 	// Pids caps the number of processes and threads of the job (default 64).
 	Pids int
+	// Inodes caps how many files, folders and links the job can create in
+	// its working directory, /tmp and /dev/shm together (default 10000):
+	// creating more fails inside the job with ENOSPC ("No space left on
+	// device"). It bounds the kernel memory a job can pin with empty files,
+	// which neither Memory nor WorkBytes counts.
+	Inodes int
 	// OutputBytes caps stdout and stderr, each (default 64 KiB). The rest
 	// is discarded and the kept text ends with a truncation note.
 	OutputBytes int
@@ -117,6 +126,7 @@ const (
 	DefaultFiles       = 20
 	DefaultFileBytes   = 16 << 20
 	DefaultWorkBytes   = 64 << 20
+	DefaultInodes      = 10000
 )
 
 // WithDefaults returns l with every zero field set to its default, then
@@ -126,6 +136,7 @@ func (l Limits) WithDefaults() Limits {
 	return l.Or(Limits{
 		WallTime: DefaultWallTime, Memory: DefaultMemory, CPUs: DefaultCPUs, Pids: DefaultPids,
 		OutputBytes: DefaultOutputBytes, Files: DefaultFiles, FileBytes: DefaultFileBytes, WorkBytes: DefaultWorkBytes,
+		Inodes: DefaultInodes,
 	})
 }
 
@@ -155,12 +166,15 @@ func (l Limits) Or(d Limits) Limits {
 	if l.WorkBytes == 0 {
 		l.WorkBytes = d.WorkBytes
 	}
+	if l.Inodes == 0 {
+		l.Inodes = d.Inodes
+	}
 	return l
 }
 
 func (l Limits) validate() error {
 	switch {
-	case l.WallTime < 0, l.Memory < 0, l.CPUs < 0, l.Pids < 0, l.OutputBytes < 0, l.Files < 0, l.FileBytes < 0, l.WorkBytes < 0:
+	case l.WallTime < 0, l.Memory < 0, l.CPUs < 0, l.Pids < 0, l.OutputBytes < 0, l.Files < 0, l.FileBytes < 0, l.WorkBytes < 0, l.Inodes < 0:
 		return errors.New("sandbox: limits must not be negative")
 	case l.Memory != 0 && l.Memory < 16<<20:
 		return errors.New("sandbox: memory limit below 16 MiB")
@@ -194,6 +208,13 @@ type Output struct {
 	Skipped []Skipped
 	// Duration is the wall time of the code, from start to exit.
 	Duration time.Duration
+	// Unenforced lists the limits the sandbox could not enforce for this
+	// job on this host, each as the limit's name, a colon and why:
+	// "cpu: ...", "memory: ...", "pids: ..." (e.g. "cpu: no writable cgroup
+	// v1 cpu controller: permission denied"). Empty when every limit was
+	// in force. A host that must not run jobs with a missing limit checks
+	// it, or asks the adapter at start (bwrap.Sandbox.Unenforced).
+	Unenforced []string
 }
 
 // OK reports whether the code ran to completion with exit status 0.

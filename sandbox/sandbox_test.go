@@ -11,7 +11,7 @@ import (
 func TestLimitsDefaults(t *testing.T) {
 	l := sandbox.Limits{WallTime: time.Second}.Or(sandbox.Limits{Memory: 1 << 30}).WithDefaults()
 	want := sandbox.Limits{WallTime: time.Second, Memory: 1 << 30, CPUs: 1, Pids: 64, OutputBytes: 64 << 10,
-		Files: 20, FileBytes: 16 << 20, WorkBytes: 64 << 20}
+		Files: 20, FileBytes: 16 << 20, WorkBytes: 64 << 20, Inodes: 10000}
 	if l != want {
 		t.Fatalf("got %+v", l)
 	}

@@ -1,12 +1,13 @@
 package bwrap
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -43,14 +44,25 @@ type Config struct {
 	// (e.g. a site-packages folder outside /usr).
 	ReadOnlyPaths []string
 	// PinCPUs restricts each job to ceil(Limits.CPUs) cores with CPU
-	// affinity. Off by default: without cgroups bwrap cannot enforce a CPU
-	// share, and pinning to a core that other work keeps busy slows jobs
-	// down (a pinned warm chart job measured 626 ms p50 against 354 ms
-	// unpinned on a loaded 2-core host). RLIMIT_CPU and one BLAS thread per
-	// CPU apply either way.
+	// affinity. Off by default: the CPU share is enforced by the worker's
+	// cgroup where the host allows one (see the package doc), and pinning
+	// to a core that other work keeps busy slows jobs down (a pinned warm
+	// chart job measured 626 ms p50 against 354 ms unpinned on a loaded
+	// 2-core host). RLIMIT_CPU and one BLAS thread per CPU apply either way.
 	PinCPUs bool
 	// StartTimeout bounds starting one worker (default 60 s).
 	StartTimeout time.Duration
+	// NoCgroups turns the per-worker cgroup off: Limits.CPUs, Memory and
+	// Pids are then enforced only by rlimits (see the package doc), and
+	// every Output.Unenforced says so.
+	NoCgroups bool
+	// CgroupParent is a cgroup v2 directory in which the per-worker cgroups
+	// are made, e.g. a subtree delegated to the user this process runs as
+	// (systemd Delegate=yes) that has no processes of its own. Default:
+	// the cgroup of this process, in the cgroup v2 hierarchy when
+	// /sys/fs/cgroup is one, else in the cgroup v1 cpu, memory and pids
+	// controllers (root can make cgroups there).
+	CgroupParent string
 }
 
 // Sandbox runs jobs with bubblewrap. Create it with New.
@@ -58,6 +70,7 @@ type Sandbox struct {
 	cfg  Config
 	args []string
 	pool *pool.Pool[*worker]
+	cg   *cgroupSetup
 	mu   sync.Mutex
 	done bool
 }
@@ -89,7 +102,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if cfg.PoolSize < 0 {
 		return nil, errors.New("bwrap: negative pool size")
 	}
-	s := &Sandbox{cfg: cfg, args: bwrapArgs(cfg)}
+	s := &Sandbox{cfg: cfg, args: bwrapArgs(cfg), cg: detectCgroups(cfg)}
 	if err := s.probe(); err != nil {
 		return nil, err
 	}
@@ -107,6 +120,12 @@ func Available() error {
 	}
 	return s.Close()
 }
+
+// Unenforced lists the limits this host does not let the sandbox enforce
+// with a cgroup, each as "cpu: why", "memory: why" or "pids: why" (see
+// sandbox.Output.Unenforced, which also lists failures of single jobs).
+// Empty when cgroups are in force.
+func (s *Sandbox) Unenforced() []string { return s.cg.unenforced() }
 
 // Stats reports the pool's counters (workers started, ready, replaced,
 // expired).
@@ -173,11 +192,14 @@ func (s *Sandbox) prepare(cmd *exec.Cmd) {
 	cmd.Dir = "/"
 }
 
-// worker is one sandbox running the zygote.
+// worker is one sandbox running the zygote. The zygote talks over ctl
+// (a unix socket): it never gets job data, only "g" with the two pipe fds
+// of one job, and answers "d" when that job's processes are gone.
 type worker struct {
 	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
+	ctl    *net.UnixConn
+	zpid   int // the zygote's host pid
+	cg     *workerCgroup
 	stderr *capBuffer
 	exited chan struct{}
 	once   sync.Once
@@ -188,29 +210,36 @@ func (s *Sandbox) start(ctx context.Context) (*worker, error) {
 	args = append(args, "--", s.cfg.Python, "-I", "-c", runner.Script, "zygote")
 	cmd := exec.Command(s.cfg.Bwrap, args...)
 	s.prepare(cmd)
-	in, err := cmd.StdinPipe()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bwrap: control socket: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
+	// With SO_PASSCRED the zygote's messages carry its pid as we see it.
+	if err := syscall.SetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_PASSCRED, 1); err != nil {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		return nil, fmt.Errorf("bwrap: control socket: %w", err)
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "bichat-zygote-ctl")
+	ours := os.NewFile(uintptr(fds[0]), "bichat-ctl")
+	fc, err := net.FileConn(ours)
+	ours.Close()
 	if err != nil {
-		return nil, err
+		theirs.Close()
+		return nil, fmt.Errorf("bwrap: control socket: %w", err)
 	}
-	w := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16), stderr: &capBuffer{max: 8 << 10}, exited: make(chan struct{})}
+	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the sandbox
+	w := &worker{cmd: cmd, ctl: fc.(*net.UnixConn), stderr: &capBuffer{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		w.ctl.Close()
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}
 	go func() { _ = cmd.Wait(); close(w.exited) }()
 	ready := make(chan error, 1)
-	go func() {
-		var r runner.Result
-		err := runner.ReadFrame(w.out, 1<<20, &r)
-		if err == nil && !r.Ready {
-			err = errors.New("unexpected first frame")
-		}
-		ready <- err
-	}()
+	go func() { ready <- w.readReady() }()
 	t := time.NewTimer(s.cfg.StartTimeout)
 	defer t.Stop()
 	select {
@@ -222,10 +251,50 @@ func (s *Sandbox) start(ctx context.Context) (*worker, error) {
 	}
 	if err != nil {
 		w.Close()
-		<-w.exited
 		return nil, fmt.Errorf("bwrap: worker did not start: %v: %s", err, w.stderr.String())
 	}
+	w.cg = s.cg.newWorkerCgroup(w.zpid)
 	return w, nil
+}
+
+// readReady reads the zygote's ready frame and its pid.
+func (w *worker) readReady() error {
+	var buf []byte
+	oob := make([]byte, syscall.CmsgSpace(12))
+	for len(buf) < 4 || len(buf) < 4+int(binary.BigEndian.Uint32(buf[:4])) {
+		b := make([]byte, 256)
+		n, oobn, _, _, err := w.ctl.ReadMsgUnix(b, oob)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		if w.zpid == 0 && oobn > 0 {
+			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if c, err := syscall.ParseUnixCredentials(&m); err == nil {
+						w.zpid = int(c.Pid)
+					}
+				}
+			}
+		}
+		buf = append(buf, b[:n]...)
+		if len(buf) > 1<<16 {
+			return errors.New("ready frame too large")
+		}
+	}
+	var r runner.Result
+	if err := runner.ReadFrame(bytes.NewReader(buf), 1<<16, &r); err != nil {
+		return err
+	}
+	if !r.Ready {
+		return errors.New("unexpected first frame")
+	}
+	if w.zpid <= 0 {
+		return errors.New("the zygote's pid did not come with its ready frame")
+	}
+	return nil
 }
 
 func (w *worker) Alive() bool {
@@ -237,21 +306,28 @@ func (w *worker) Alive() bool {
 	}
 }
 
-// Close kills the worker's whole process group.
+// Close kills the worker's whole process group and removes its cgroup.
 func (w *worker) Close() {
 	w.once.Do(func() {
-		_ = w.in.Close()
+		_ = w.ctl.Close()
 		if w.cmd.Process != nil {
 			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 			_ = w.cmd.Process.Kill()
+		}
+		<-w.exited
+		if w.cg != nil {
+			// The zygote (own session) dies with its bwrap parent
+			// (--die-with-parent); remove waits for that.
+			w.cg.remove()
 		}
 	})
 	<-w.exited
 }
 
 // Run runs job in a sandbox: a warm worker when the pool has one, else a
-// fresh one. The job runs in its own namespaces forked from the worker,
-// so it never sees another job's files, processes or memory.
+// fresh one. The job runs in its own namespaces forked from the worker
+// before the job's data reaches it, so it never sees another job's
+// files, processes or memory.
 func (s *Sandbox) Run(ctx context.Context, job sandbox.Job) (*sandbox.Output, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
@@ -272,16 +348,51 @@ func (s *Sandbox) Run(ctx context.Context, job sandbox.Job) (*sandbox.Output, er
 	}
 	spec := runner.NewJob(job, l)
 	spec.Limits.Pin = s.cfg.PinCPUs
+	unenforced, oomBefore := w.cg.apply(l, spec.Limits.WorkBytes, rssOf(w.zpid))
 	res, err := w.run(ctx, spec, l)
 	if err != nil {
 		s.pool.Discard(w)
 		return nil, err
 	}
+	oom := w.cg.oomKills() > oomBefore
 	s.pool.Put(w) // closes it when the pool has no room (PoolSize 0)
-	return res.Output(l, nil)
+	out, err := res.Output(l, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.OOMKilled = out.OOMKilled || oom
+	out.Unenforced = unenforced
+	return out, nil
 }
 
+// run hands one job to the zygote: two fresh pipes go over the control
+// socket; the job's own process reads the job from the first and writes
+// its result to the second.
 func (w *worker) run(ctx context.Context, spec runner.Job, l sandbox.Limits) (*runner.Result, error) {
+	var jobP, resP [2]int
+	if err := syscall.Pipe2(jobP[:], syscall.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("bwrap: job pipe: %w", err)
+	}
+	if err := syscall.Pipe2(resP[:], syscall.O_CLOEXEC); err != nil {
+		syscall.Close(jobP[0])
+		syscall.Close(jobP[1])
+		return nil, fmt.Errorf("bwrap: result pipe: %w", err)
+	}
+	jobW := os.NewFile(uintptr(jobP[1]), "bichat-job")
+	resR := os.NewFile(uintptr(resP[0]), "bichat-result")
+	defer jobW.Close()
+	defer resR.Close()
+	_, _, err := w.ctl.WriteMsgUnix([]byte("g"), syscall.UnixRights(jobP[0], resP[1]), nil)
+	syscall.Close(jobP[0])
+	syscall.Close(resP[1])
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("bwrap: worker failed: send job: %v: %s", err, w.stderr.String())
+	}
+	go func() {
+		_ = runner.WriteFrame(jobW, spec) // a job process that died reads no more: EPIPE
+		_ = jobW.Close()
+	}()
 	type reply struct {
 		r   runner.Result
 		err error
@@ -289,11 +400,18 @@ func (w *worker) run(ctx context.Context, spec runner.Job, l sandbox.Limits) (*r
 	ch := make(chan reply, 1)
 	go func() {
 		var rep reply
-		if err := runner.WriteFrame(w.in, spec); err != nil {
-			rep.err = err
-		} else {
-			max := int(spec.Limits.WorkBytes)*4/3 + 4*l.OutputBytes + 8<<20
-			rep.err = runner.ReadFrame(w.out, max, &rep.r)
+		max := int(spec.Limits.WorkBytes)*4/3 + 4*l.OutputBytes + 8<<20
+		if err := runner.ReadFrame(resR, max, &rep.r); err != nil {
+			if errors.Is(err, io.EOF) {
+				rep.r.Error = "the job process died without a result"
+			} else {
+				rep.err = err
+			}
+		}
+		// The zygote says "d" once the job's processes are gone.
+		var d [1]byte
+		if _, err := io.ReadFull(w.ctl, d[:]); err != nil || d[0] != 'd' {
+			rep.err = errors.Join(rep.err, fmt.Errorf("no end-of-job answer: %v", err))
 		}
 		ch <- rep
 	}()

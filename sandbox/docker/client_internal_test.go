@@ -57,3 +57,26 @@ func TestVersionLess(t *testing.T) {
 		}
 	}
 }
+
+func TestUnenforcedFromWarnings(t *testing.T) {
+	// The warnings Docker 20.10+ returns from /containers/create when the
+	// kernel or cgroup lacks a controller (daemon/daemon_unix.go).
+	got := unenforced([]string{
+		"Your kernel does not support pids limit capabilities or the cgroup is not mounted. PIDs limit discarded.",
+		"Your kernel does not support swap limit capabilities or the cgroup is not mounted. Memory limited without swap.",
+		"Your kernel does not support CPU cfs quota or the cgroup is not mounted. Quota discarded.",
+		"Published ports are discarded when using host network mode",
+	})
+	want := []string{"pids:", "memory:", "cpu:"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for i, w := range want {
+		if len(got[i]) <= len(w) || got[i][:len(w)] != w {
+			t.Errorf("entry %d: %q, want prefix %q", i, got[i], w)
+		}
+	}
+	if unenforced(nil) != nil {
+		t.Error("no warnings must report nothing")
+	}
+}

@@ -54,10 +54,11 @@ type Config struct {
 
 // Sandbox runs jobs in Docker containers. Create it with New.
 type Sandbox struct {
-	cfg  Config
-	c    *client
-	lim  sandbox.Limits // pool containers' limits
-	pool *pool.Pool[*container]
+	cfg      Config
+	c        *client
+	lim      sandbox.Limits // pool containers' limits
+	pool     *pool.Pool[*container]
+	instance string // LabelInstance of this sandbox's containers and volumes
 
 	mu       sync.Mutex
 	done     bool
@@ -66,11 +67,33 @@ type Sandbox struct {
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
+// Labels set on every container and work volume the adapter creates, so
+// that they can be found (and counted, or removed after a crash) with the
+// engine's label filters: `docker ps -a --filter label=io.bichat.sandbox`
+// lists every sandbox container on the engine;
+// `--filter label=io.bichat.sandbox.instance=<Sandbox.Instance()>` only
+// those of one Sandbox.
 const (
-	label      = "io.bichat.sandbox"
+	// LabelSandbox marks every container and volume of this adapter
+	// (value "1").
+	LabelSandbox = "io.bichat.sandbox"
+	// LabelInstance holds the random id of the Sandbox that created the
+	// container or volume (see Sandbox.Instance).
+	LabelInstance = "io.bichat.sandbox.instance"
+)
+
+const (
 	readyLine  = "bichat-runner-ready\n"
 	workFolder = "/work"
+	tmpFolder  = "/tmp"
 	uidGid     = 10001
+	shmBytes   = 16 << 20
+	// inodeReserve is added to the job's inode cap of the work folder for
+	// the runner's own entries (.bichat and its files) and the inputs
+	// folder; pooled containers keep inputReserve of it for input files
+	// and their folders.
+	inodeReserve = 64
+	inputReserve = 32
 )
 
 // New connects to the engine, negotiates the API version, checks that the
@@ -109,14 +132,21 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		}
 		return nil, err
 	}
-	s := &Sandbox{cfg: cfg, c: c, lim: cfg.Limits.WithDefaults()}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	s := &Sandbox{cfg: cfg, c: c, lim: cfg.Limits.WithDefaults(), instance: hex.EncodeToString(id[:])}
 	s.pool = pool.New(pool.Config[*container]{Size: cfg.PoolSize, IdleTimeout: cfg.IdleTimeout,
-		Start: func(ctx context.Context) (*container, error) { return s.start(ctx, s.lim) }})
+		Start: func(ctx context.Context) (*container, error) { return s.start(ctx, s.lim, inputReserve) }})
 	return s, nil
 }
 
 // APIVersion is the negotiated Engine API version.
 func (s *Sandbox) APIVersion() string { return s.c.version }
+
+// Instance is the random id of this Sandbox, set as the LabelInstance
+// label on each of its containers and work volumes: filter on it to find
+// what this Sandbox (and no other on the same engine) created.
+func (s *Sandbox) Instance() string { return s.instance }
 
 // Stats reports the pool's counters.
 func (s *Sandbox) Stats() sandbox.PoolStats { return s.pool.Stats() }
@@ -125,6 +155,7 @@ func (s *Sandbox) Stats() sandbox.PoolStats { return s.pool.Stats() }
 type container struct {
 	s        *Sandbox
 	id       string
+	warnings []string // the engine's warnings at create (limits it discarded)
 	logs     io.ReadCloser
 	dm       *demux
 	stderr   []byte // after the ready line
@@ -172,16 +203,25 @@ func (s *Sandbox) remove(id string) {
 	_ = s.c.call(ctx, "remove container", http.MethodDelete, "/containers/"+id, url.Values{"force": {"1"}, "v": {"1"}}, nil, nil)
 }
 
-func (s *Sandbox) createBody(l sandbox.Limits) map[string]any {
+// createBody is the create-container request for a job with limits l
+// whose inputs take inputInodes entries in the work folder.
+func (s *Sandbox) createBody(l sandbox.Limits, inputInodes int) map[string]any {
 	mem := l.Memory + s.cfg.RunnerMemory
+	labels := map[string]string{LabelSandbox: "1", LabelInstance: s.instance}
+	// tmpfs options of /tmp and /dev/shm: each holds at most l.Inodes
+	// entries (plus a few for the runner's matplotlib cache), like the work
+	// folder; noexec, like every writable place of the container.
+	tmpfs := func(size int64) string {
+		return fmt.Sprintf("rw,noexec,nosuid,nodev,mode=1777,size=%d,nr_inodes=%d", size, l.Inodes+16)
+	}
 	return map[string]any{
 		"Image":           s.cfg.Image,
 		"Cmd":             []string{"/usr/bin/python3", "-I", "-c", runner.Script, "docker"},
 		"User":            s.cfg.User,
 		"WorkingDir":      workFolder,
-		"Env":             []string{"PATH=/usr/bin:/bin", "HOME=" + workFolder, "LANG=C.UTF-8"},
+		"Env":             []string{"PATH=/usr/bin:/bin", "HOME=" + workFolder, "LANG=C.UTF-8", "TMPDIR=" + tmpFolder},
 		"NetworkDisabled": true,
-		"Labels":          map[string]string{label: "1"},
+		"Labels":          labels,
 		"HostConfig": map[string]any{
 			"NetworkMode":    "none",
 			"ReadonlyRootfs": true,
@@ -192,39 +232,72 @@ func (s *Sandbox) createBody(l sandbox.Limits) map[string]any {
 			"NanoCpus":       int64(l.CPUs * 1e9),
 			"PidsLimit":      l.Pids + 8, // the runner's own threads
 			"IpcMode":        "private",
-			"ShmSize":        16 << 20,
+			// /tmp: writable, the size of the work folder (without the
+			// inputs). /dev/shm: mounted here instead of by the engine
+			// (ShmSize) to cap its inodes too. Both count against Memory.
+			"Tmpfs": map[string]string{tmpFolder: tmpfs(l.WorkBytes), "/dev/shm": tmpfs(shmBytes)},
 			"Ulimits": []map[string]any{
 				{"Name": "nofile", "Soft": 256, "Hard": 256},
 				{"Name": "core", "Soft": 0, "Hard": 0},
 			},
 			// The work folder: a tmpfs-backed anonymous volume with a size
-			// cap. A plain Tmpfs mount would do, but the archive endpoint
-			// cannot write into tmpfs mounts of a read-only rootfs; volumes
-			// it can. Removed with the container (v=1).
+			// and an inode cap. A plain Tmpfs mount would do, but the
+			// archive endpoint cannot write into tmpfs mounts of a
+			// read-only rootfs; volumes it can. Removed with the container
+			// (v=1).
 			"Mounts": []map[string]any{{
 				"Type": "volume", "Target": workFolder,
-				"VolumeOptions": map[string]any{"DriverConfig": map[string]any{
-					"Name": "local",
-					"Options": map[string]string{"type": "tmpfs", "device": "tmpfs",
-						"o": fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev", l.WorkBytes, uidGid, uidGid)},
-				}},
+				"VolumeOptions": map[string]any{
+					"Labels": labels,
+					"DriverConfig": map[string]any{
+						"Name": "local",
+						"Options": map[string]string{"type": "tmpfs", "device": "tmpfs",
+							"o": fmt.Sprintf("size=%d,nr_inodes=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev",
+								l.WorkBytes, l.Inodes+inodeReserve+inputInodes, uidGid, uidGid)},
+					},
+				},
 			}},
 		},
 	}
 }
 
-func (s *Sandbox) start(ctx context.Context, l sandbox.Limits) (*container, error) {
+// unenforced maps the engine's create warnings about limits it discarded
+// (kernel or cgroup without the controller) to Output.Unenforced entries.
+func unenforced(warnings []string) []string {
+	var out []string
+	for _, w := range warnings {
+		lw := strings.ToLower(w)
+		var name string
+		switch {
+		case strings.Contains(lw, "pids limit"):
+			name = "pids"
+		case strings.Contains(lw, "swap"), strings.Contains(lw, "memory limit"):
+			name = "memory"
+		case strings.Contains(lw, "cpu"):
+			name = "cpu"
+		default:
+			continue
+		}
+		out = append(out, name+": the Docker engine discarded it: "+w)
+	}
+	return out
+}
+
+func (s *Sandbox) start(ctx context.Context, l sandbox.Limits, inputInodes int) (*container, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
-	var created struct{ ID string }
+	var created struct {
+		ID       string
+		Warnings []string
+	}
 	// Not cancelled with ctx: a create that reached the engine must give
 	// us the id, or the container would be left behind.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StartTimeout)
 	defer ccancel()
-	if err := s.c.call(cctx, "create container", http.MethodPost, "/containers/create", nil, s.createBody(l), &created); err != nil {
+	if err := s.c.call(cctx, "create container", http.MethodPost, "/containers/create", nil, s.createBody(l, inputInodes), &created); err != nil {
 		return nil, err
 	}
-	c := &container{s: s, id: created.ID, stopWait: make(chan struct{})}
+	c := &container{s: s, id: created.ID, warnings: created.Warnings, stopWait: make(chan struct{})}
 	if err := s.c.call(ctx, "start container", http.MethodPost, "/containers/"+c.id+"/start", nil, nil, nil); err != nil {
 		c.Close()
 		return nil, err
@@ -305,8 +378,10 @@ func (s *Sandbox) Run(ctx context.Context, job sandbox.Job) (*sandbox.Output, er
 	var c *container
 	var err error
 	// Pooled containers were created with the sandbox's limits; their work
-	// volume leaves a quarter of its size for inputs.
-	if l.Memory == s.lim.Memory && l.CPUs == s.lim.CPUs && l.Pids == s.lim.Pids && l.WorkBytes == s.lim.WorkBytes && inputBytes(job) <= l.WorkBytes/4 {
+	// volume leaves a quarter of its size and inputReserve inodes for
+	// inputs.
+	if l.Memory == s.lim.Memory && l.CPUs == s.lim.CPUs && l.Pids == s.lim.Pids && l.WorkBytes == s.lim.WorkBytes &&
+		l.Inodes == s.lim.Inodes && inputBytes(job) <= l.WorkBytes/4 && inputInodes(job) <= inputReserve {
 		c, err = s.pool.Get(ctx)
 		if errors.Is(err, pool.ErrClosed) {
 			return nil, sandbox.ErrClosed
@@ -317,7 +392,7 @@ func (s *Sandbox) Run(ctx context.Context, job sandbox.Job) (*sandbox.Output, er
 	} else {
 		cl := l
 		cl.WorkBytes += inputBytes(job) + int64(len(job.Files))*4096
-		c, err = s.start(ctx, cl)
+		c, err = s.start(ctx, cl, inputInodes(job))
 		if err == nil {
 			defer c.Close()
 		}
@@ -334,6 +409,18 @@ func inputBytes(j sandbox.Job) int64 {
 		n += int64(len(f.Data))
 	}
 	return n
+}
+
+// inputInodes counts the entries job's inputs take in the work folder:
+// each file and each folder on the way to it.
+func inputInodes(j sandbox.Job) int {
+	dirs := map[string]bool{}
+	for _, f := range j.Files {
+		for d := path.Dir(f.Name); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return len(j.Files) + len(dirs)
 }
 
 func (c *container) run(ctx context.Context, job sandbox.Job, l sandbox.Limits) (*sandbox.Output, error) {
@@ -358,22 +445,22 @@ func (c *container) run(ctx context.Context, job sandbox.Job, l sandbox.Limits) 
 	}
 	resp.Body.Close()
 
-	stdout, stderr, err := c.readOutput(spec.Marker, l)
+	stdout, stderr, res, err := c.readOutput(spec.Marker, l)
 	if err != nil {
 		if ctx.Err() != nil {
 			if context.Cause(ctx) == errBackstop {
-				return &sandbox.Output{TimedOut: true, ExitCode: -1, Duration: l.WallTime + 15*time.Second}, nil
+				return &sandbox.Output{TimedOut: true, ExitCode: -1, Duration: l.WallTime + 15*time.Second, Unenforced: unenforced(c.warnings)}, nil
 			}
 			return nil, fmt.Errorf("docker: job cancelled: %w", ctx.Err())
 		}
 		// The runner died: the OOM killer picks the biggest process.
 		st := c.state()
 		if st.OOMKilled {
-			return &sandbox.Output{OOMKilled: true, ExitCode: -1, Signal: "SIGKILL"}, nil
+			return &sandbox.Output{OOMKilled: true, ExitCode: -1, Signal: "SIGKILL", Unenforced: unenforced(c.warnings)}, nil
 		}
 		return nil, fmt.Errorf("docker: job failed: %w (container exit code %d)", err, st.ExitCode)
 	}
-	files, res, err := c.copyOut(ctx, l)
+	files, err := c.copyOut(ctx, l)
 	if err != nil {
 		return nil, c.jobErr(ctx, err)
 	}
@@ -381,7 +468,12 @@ func (c *container) run(ctx context.Context, job sandbox.Job, l sandbox.Limits) 
 	if !res.OOM && res.Signal == 9 && !res.TimedOut {
 		res.OOM = c.state().OOMKilled
 	}
-	return res.Output(l, files)
+	out, err := res.Output(l, files)
+	if err != nil {
+		return nil, err
+	}
+	out.Unenforced = append(out.Unenforced, unenforced(c.warnings)...)
+	return out, nil
 }
 
 var errBackstop = errors.New("sandbox container stopped answering")
@@ -407,9 +499,14 @@ func (c *container) state() state {
 	return info.State
 }
 
-// readOutput reads the demultiplexed log stream until both stdout and
-// stderr end with the marker.
-func (c *container) readOutput(marker string, l sandbox.Limits) (stdout, stderr []byte, err error) {
+// maxResult bounds the runner's result line (a few hundred bytes of JSON).
+const maxResult = 64 << 10
+
+// readOutput reads the demultiplexed log stream until stderr ends with the
+// marker line and stdout with the marker, the result's JSON line and the
+// marker again (see runner.py docker). The result travels in the stream,
+// not in the work folder, so a job that filled the folder still gets it.
+func (c *container) readOutput(marker string, l sandbox.Limits) (stdout, stderr []byte, res *runner.Result, err error) {
 	stderr = c.stderr
 	tail := []byte("\n" + marker + "\n")
 	max := l.OutputBytes + len(tail) + 1
@@ -417,24 +514,30 @@ func (c *container) readOutput(marker string, l sandbox.Limits) (stdout, stderr 
 	for !doneOut || !doneErr {
 		st, p, err := c.dm.next(1 << 20)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch st {
 		case 1:
 			stdout = append(stdout, p...)
-			doneOut = bytes.HasSuffix(stdout, tail)
-			if len(stdout) > max {
-				return nil, nil, errors.New("runner wrote more than its output cap")
+			doneOut = bytes.HasSuffix(stdout, tail) && bytes.Count(stdout, tail) >= 2
+			if len(stdout) > max+len(tail)+maxResult {
+				return nil, nil, nil, errors.New("runner wrote more than its output cap")
 			}
 		case 2:
 			stderr = append(stderr, p...)
 			doneErr = bytes.HasSuffix(stderr, tail)
 			if len(stderr) > max {
-				return nil, nil, errors.New("runner wrote more than its output cap")
+				return nil, nil, nil, errors.New("runner wrote more than its output cap")
 			}
 		}
 	}
-	return stdout[:len(stdout)-len(tail)], stderr[:len(stderr)-len(tail)], nil
+	body := stdout[:len(stdout)-len(tail)]
+	i := bytes.LastIndex(body, tail)
+	var r runner.Result
+	if err := json.Unmarshal(body[i+len(tail):], &r); err != nil {
+		return nil, nil, nil, fmt.Errorf("docker: runner result: %w", err)
+	}
+	return body[:i], stderr[:len(stderr)-len(tail)], &r, nil
 }
 
 // jobArchive is the tar copied into the work folder: the job, its inputs,
@@ -492,18 +595,17 @@ func jobArchive(spec runner.Job) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// copyOut fetches the work folder through the archive endpoint: the
-// runner's result and the produced files. Symlinks and other non-regular
-// entries are reported as such, never followed.
-func (c *container) copyOut(ctx context.Context, l sandbox.Limits) ([]sandbox.Candidate, *runner.Result, error) {
+// copyOut fetches the produced files of the work folder through the
+// archive endpoint. Symlinks and other non-regular entries are reported as
+// such, never followed.
+func (c *container) copyOut(ctx context.Context, l sandbox.Limits) ([]sandbox.Candidate, error) {
 	resp, err := c.s.c.do(ctx, "copy files", http.MethodGet, "/containers/"+c.id+"/archive", url.Values{"path": {workFolder}}, nil, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	tr := tar.NewReader(resp.Body)
 	var cands []sandbox.Candidate
-	var res *runner.Result
 	budget := l.Files*4 + 64
 	for {
 		h, err := tr.Next()
@@ -511,18 +613,10 @@ func (c *container) copyOut(ctx context.Context, l sandbox.Limits) ([]sandbox.Ca
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("docker: reading the work folder: %w", err)
+			return nil, fmt.Errorf("docker: reading the work folder: %w", err)
 		}
 		name := strings.TrimPrefix(h.Name, path.Base(workFolder)+"/")
 		if name == h.Name || name == "" {
-			continue
-		}
-		if name == ".bichat/result.json" {
-			var r runner.Result
-			if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&r); err != nil {
-				return nil, nil, fmt.Errorf("docker: runner result: %w", err)
-			}
-			res = &r
 			continue
 		}
 		if h.Typeflag == tar.TypeDir || strings.HasPrefix(name, ".") || strings.Contains(name, "/.") ||
@@ -535,7 +629,7 @@ func (c *container) copyOut(ctx context.Context, l sandbox.Limits) ([]sandbox.Ca
 			if _, ok := sandbox.MediaType(name); ok && h.Size <= l.FileBytes {
 				data, err := io.ReadAll(io.LimitReader(tr, l.FileBytes+1))
 				if err != nil {
-					return nil, nil, fmt.Errorf("docker: reading %s: %w", name, err)
+					return nil, fmt.Errorf("docker: reading %s: %w", name, err)
 				}
 				cand.Data = data
 			}
@@ -548,13 +642,10 @@ func (c *container) copyOut(ctx context.Context, l sandbox.Limits) ([]sandbox.Ca
 		}
 		cands = append(cands, cand)
 	}
-	if res == nil {
-		return nil, nil, errors.New("docker: the runner left no result")
-	}
 	if cands == nil {
 		cands = []sandbox.Candidate{}
 	}
-	return cands, res, nil
+	return cands, nil
 }
 
 // Close removes the pooled containers.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,11 +42,47 @@ func newSandbox(t testing.TB, cfg docker.Config) *docker.Sandbox {
 	return s
 }
 
+// instances records the sandboxes a test created, so that it checks
+// (after they are closed) that nothing of theirs is left on the engine,
+// whatever other test runs on the same machine have running.
+type instances struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (in *instances) add(s *docker.Sandbox) *docker.Sandbox {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.ids = append(in.ids, s.Instance())
+	return s
+}
+
+// assertGone checks that no container or volume of the recorded
+// sandboxes is left.
+func (in *instances) assertGone(t *testing.T) {
+	t.Helper()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, id := range in.ids {
+		assertNoContainers(t, id)
+	}
+}
+
 func TestSuite(t *testing.T) {
 	testImage(t)
-	t.Cleanup(func() { assertNoContainers(t) }) // runs after the sandboxes closed
+	var in instances
+	t.Cleanup(func() { in.assertGone(t) }) // runs after the sandboxes closed
 	sandboxtest.Run(t, func(t *testing.T, poolSize int) sandbox.Sandbox {
-		return newSandbox(t, docker.Config{PoolSize: poolSize})
+		return in.add(newSandbox(t, docker.Config{PoolSize: poolSize}))
+	})
+}
+
+func TestNoLeakAcrossJobs(t *testing.T) {
+	testImage(t)
+	var in instances
+	t.Cleanup(func() { in.assertGone(t) })
+	sandboxtest.NoLeakAcrossJobs(t, func(t *testing.T, poolSize int) sandbox.Sandbox {
+		return in.add(newSandbox(t, docker.Config{PoolSize: poolSize}))
 	})
 }
 
@@ -54,10 +92,17 @@ func engine() *http.Client {
 	}}}
 }
 
-// sandboxContainers lists the ids of this package's sandbox containers.
-func sandboxContainers(t *testing.T) []string {
+// instanceFilter is the engine's filters parameter selecting what the
+// sandbox with this instance id created.
+func instanceFilter(instance string) string {
+	return url.QueryEscape(fmt.Sprintf(`{"label":[%q]}`, docker.LabelInstance+"="+instance))
+}
+
+// sandboxContainers lists the ids of the containers of one sandbox
+// (Sandbox.Instance), not those of other sandboxes on the same engine.
+func sandboxContainers(t *testing.T, instance string) []string {
 	t.Helper()
-	resp, err := engine().Get("http://docker/containers/json?all=1&filters=" + url.QueryEscape(`{"label":["io.bichat.sandbox"]}`))
+	resp, err := engine().Get("http://docker/containers/json?all=1&filters=" + instanceFilter(instance))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +118,75 @@ func sandboxContainers(t *testing.T) []string {
 	return ids
 }
 
-// assertNoContainers checks that every sandbox container is gone once
-// the sandboxes are closed.
-func assertNoContainers(t *testing.T) {
+// sandboxVolumes lists the names of the work volumes of one sandbox.
+func sandboxVolumes(t *testing.T, instance string) []string {
 	t.Helper()
-	if ids := sandboxContainers(t); len(ids) != 0 {
-		t.Fatalf("%d sandbox containers left behind", len(ids))
+	resp, err := engine().Get("http://docker/volumes?filters=" + instanceFilter(instance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Volumes []struct{ Name string } }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range list.Volumes {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+// assertNoContainers checks that every container and work volume of one
+// sandbox is gone once it is closed.
+func assertNoContainers(t *testing.T, instance string) {
+	t.Helper()
+	if ids := sandboxContainers(t, instance); len(ids) != 0 {
+		t.Errorf("%d containers of sandbox %s left behind", len(ids), instance)
+	}
+	if names := sandboxVolumes(t, instance); len(names) != 0 {
+		t.Errorf("%d work volumes of sandbox %s left behind", len(names), instance)
+	}
+}
+
+// TestCountsOnlyOwnContainers runs two sandboxes side by side, as two test
+// runs on one machine do: each sees exactly its own warm container and
+// work volume, and closing one leaves the other's alone.
+func TestCountsOnlyOwnContainers(t *testing.T) {
+	a := newSandbox(t, docker.Config{PoolSize: 1})
+	defer a.Close()
+	b := newSandbox(t, docker.Config{PoolSize: 1})
+	defer b.Close()
+	if a.Instance() == b.Instance() || len(a.Instance()) < 16 {
+		t.Fatalf("instance ids %q and %q", a.Instance(), b.Instance())
+	}
+	for _, s := range []*docker.Sandbox{a, b} {
+		waitReady(t, s)
+		if c, v := sandboxContainers(t, s.Instance()), sandboxVolumes(t, s.Instance()); len(c) != 1 || len(v) != 1 {
+			t.Fatalf("sandbox %s: %d containers, %d volumes; want its one warm container and its volume", s.Instance(), len(c), len(v))
+		}
+	}
+	a.Close()
+	assertNoContainers(t, a.Instance())
+	if c := sandboxContainers(t, b.Instance()); len(c) != 1 {
+		t.Fatalf("closing one sandbox touched the other's containers: %d left", len(c))
+	}
+	out, err := b.Run(context.Background(), sandbox.Job{Code: "print('fine')"})
+	if err != nil || out.Stdout != "fine\n" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	b.Close()
+	assertNoContainers(t, b.Instance())
+}
+
+func waitReady(t *testing.T, s *docker.Sandbox) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for s.Ready() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("pool never got ready")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -106,7 +214,7 @@ func TestCancelRemovesContainer(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	s.Close() // waits for the removals
-	assertNoContainers(t)
+	assertNoContainers(t, s.Instance())
 }
 
 func TestNegotiatedVersion(t *testing.T) {
@@ -120,15 +228,9 @@ func TestNegotiatedVersion(t *testing.T) {
 func TestCrashedContainerReplaced(t *testing.T) {
 	s := newSandbox(t, docker.Config{PoolSize: 1})
 	defer s.Close()
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.Ready() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pool never got ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, s)
 	// Kill the ready container's runner behind the pool's back.
-	ids := sandboxContainers(t)
+	ids := sandboxContainers(t, s.Instance())
 	if len(ids) != 1 {
 		t.Fatalf("%d containers", len(ids))
 	}
@@ -144,5 +246,39 @@ func TestCrashedContainerReplaced(t *testing.T) {
 	}
 	if st := s.Stats(); st.Replaced != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestInputsDoNotEatInodes gives a job more input files (in folders) than
+// its inode cap: the inputs get their own entries, and the job can still
+// create its Limits.Inodes files, no more.
+func TestInputsDoNotEatInodes(t *testing.T) {
+	s := newSandbox(t, docker.Config{PoolSize: 1})
+	defer s.Close()
+	var files []sandbox.File
+	for i := 0; i < 120; i++ {
+		files = append(files, sandbox.File{Name: fmt.Sprintf("d%d/f%d.csv", i%10, i), Data: []byte("a\n1\n")})
+	}
+	code := `
+import errno, os
+n = sum(len(fs) for _, _, fs in os.walk("inputs"))
+os.mkdir("many")
+made, err = 0, "none"
+try:
+    while made < 100000:
+        open("many/%d" % made, "w").close()
+        made += 1
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+print(n, made, err)
+`
+	out, err := s.Run(context.Background(), sandbox.Job{Code: code, Files: files, Limits: sandbox.Limits{Inodes: 50}})
+	if err != nil || !out.OK() {
+		t.Fatalf("%v %+v", err, out)
+	}
+	var n, made int
+	var why string
+	if _, err := fmt.Sscanf(out.Stdout, "%d %d %s", &n, &made, &why); err != nil || n != 120 || why != "ENOSPC" || made < 50 || made > 50+100 {
+		t.Fatalf("inputs %d, files made %d, stopped by %s (%v); want 120 inputs and about 50 files, then ENOSPC", n, made, why, err)
 	}
 }

@@ -13,6 +13,18 @@
 // contained, reported with a reason, and the sandbox must still work
 // afterwards.
 //
+// The limit cases (Limits): 8 forked processes spinning for 3 s under
+// Limits.CPUs = 1 must use at most 1.1 CPU seconds per wall second
+// (CPULimit; a sandbox that reports "cpu" in Output.Unenforced skips it,
+// or fails it under BICHAT_REQUIRE_INTEGRATION=1); creating empty files in
+// the work folder, /tmp and /dev/shm stops with ENOSPC at Limits.Inodes
+// (Inodes); TMPDIR is a writable /tmp where tempfile works and writing
+// past Limits.WorkBytes fails with ENOSPC (WritableTmp).
+//
+// NoLeakAcrossJobs (not part of Run; adapters call it on their own) runs a
+// job holding a random marker, then searches for it from the next job on
+// the same warm worker: frames, objects, modules, files and memory.
+//
 // Unavailable skips a test when the sandbox cannot run here, or fails it
 // when BICHAT_REQUIRE_INTEGRATION=1.
 package sandboxtest

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,12 +43,14 @@ func run(t *testing.T, s sandbox.Sandbox, job sandbox.Job) *sandbox.Output {
 }
 
 // Run runs the whole suite: conformance, then the security cases of the
-// issue in parallel, then a check that the sandbox still works.
+// issue in parallel, the limit cases (CPU share, inodes, /tmp) in
+// parallel, the pool check, then a check that the sandbox still works.
 func Run(t *testing.T, newSandbox Factory) {
 	s := newSandbox(t, 2)
 	t.Cleanup(func() { _ = s.Close() })
 	t.Run("conformance", func(t *testing.T) { Conformance(t, s) })
 	t.Run("security", func(t *testing.T) { Security(t, s) })
+	t.Run("limits", func(t *testing.T) { Limits(t, s) })
 	t.Run("pool-reuse-no-leak", func(t *testing.T) { PoolNoLeak(t, newSandbox) })
 	t.Run("healthy-afterwards", func(t *testing.T) {
 		out := run(t, s, sandbox.Job{Code: "print(6*7)"})
@@ -442,6 +445,224 @@ print("spawned")
 		}
 		t.Log("contained: no process of the job survived it")
 	})
+}
+
+// Limits runs the cases about resource limits beyond memory, pids and
+// time, in parallel: the CPU share (CPUAccounting), the number of files
+// (Inodes) and a writable, capped /tmp (WritableTmp).
+func Limits(t *testing.T, s sandbox.Sandbox) {
+	t.Run("cpu-limit", func(t *testing.T) { t.Parallel(); CPULimit(t, s) })
+	t.Run("inodes", func(t *testing.T) { t.Parallel(); Inodes(t, s) })
+	t.Run("writable-tmp", func(t *testing.T) { t.Parallel(); WritableTmp(t, s) })
+}
+
+// unenforcedLimit returns the entry of out.Unenforced about limit ("cpu",
+// "memory", "pids"), or "".
+func unenforcedLimit(out *sandbox.Output, limit string) string {
+	for _, u := range out.Unenforced {
+		if strings.HasPrefix(u, limit+":") {
+			return u
+		}
+	}
+	return ""
+}
+
+// CPULimit runs 8 forked processes spinning for 3 s under Limits.CPUs = 1
+// and measures the CPU time of all of them (os.times of the job and its
+// waited-for children) over the wall time: it must stay within the limit
+// plus 10%. A sandbox that cannot enforce the limit on this host must say
+// so in Output.Unenforced ("cpu: ..."); the case then skips, or fails when
+// BICHAT_REQUIRE_INTEGRATION=1 (CI must enforce it).
+func CPULimit(t *testing.T, s sandbox.Sandbox) {
+	const cpus = 1.0
+	code := `
+import os, time
+N, SPIN = 8, 3.0
+t0, c0 = time.monotonic(), os.times()
+pids = []
+for _ in range(N):
+    pid = os.fork()
+    if pid == 0:
+        x = 0
+        while time.monotonic() < t0 + SPIN:
+            x += 1
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+wall = time.monotonic() - t0
+c1 = os.times()
+cpu = sum(getattr(c1, k) - getattr(c0, k) for k in ("user", "system", "children_user", "children_system"))
+print("CPU %.3f %.3f" % (cpu, wall))
+`
+	out := run(t, s, sandbox.Job{Code: code, Limits: sandbox.Limits{CPUs: cpus, WallTime: 30 * time.Second}})
+	var cpu, wall float64
+	if !out.OK() {
+		t.Fatalf("spinning job failed: %s %s", out.Reason(), out.Stderr)
+	}
+	if _, err := fmt.Sscanf(out.Stdout, "CPU %f %f", &cpu, &wall); err != nil || wall < 2.9 {
+		t.Fatalf("no measurement (%v): %q", err, out.Stdout)
+	}
+	ratio := cpu / wall
+	t.Logf("8 spinning processes under CPUs=%g: %.2f CPU s in %.2f s wall = %.2f cores", cpus, cpu, wall, ratio)
+	if u := unenforcedLimit(out, "cpu"); u != "" {
+		if os.Getenv("BICHAT_REQUIRE_INTEGRATION") == "1" {
+			t.Fatalf("CPU limit not enforced (BICHAT_REQUIRE_INTEGRATION=1 requires it): %s (used %.2f cores)", u, ratio)
+		}
+		t.Skipf("CPU limit not enforced on this host: %s (used %.2f cores)", u, ratio)
+	}
+	if ratio > cpus*1.1 {
+		t.Fatalf("CPU limit %g not enforced: the job used %.2f cores (%.2f CPU s in %.2f s) and Output.Unenforced says nothing", cpus, ratio, cpu, wall)
+	}
+	if cpu < 0.1*wall {
+		t.Fatalf("the job hardly ran (%.2f CPU s in %.2f s): the measurement means nothing", cpu, wall)
+	}
+}
+
+// Inodes creates empty files in a loop in the work folder, /tmp and
+// /dev/shm under Limits.Inodes = 2000: each place must refuse with ENOSPC
+// (or EDQUOT) after at most the cap (plus a small allowance for the
+// sandbox's own entries), within seconds, and the next job must run. A job
+// that leaves its work folder full of files and bytes must still get its
+// result out.
+func Inodes(t *testing.T, s sandbox.Sandbox) {
+	const limit = 2000
+	code := `
+import errno, os, shutil, tempfile, time
+t0 = time.monotonic()
+for place in ("work", "tmp", "shm"):
+    d = {"work": "many", "tmp": os.path.join(tempfile.gettempdir(), "many"), "shm": "/dev/shm/many"}[place]
+    n, err = 0, "none"
+    try:
+        os.mkdir(d)
+        while n < 1000000:
+            open(os.path.join(d, str(n)), "w").close()
+            n += 1
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e.errno))
+    print(place, n, err)
+    shutil.rmtree(d, ignore_errors=True)
+open("after.csv", "w").write("a\n1\n")
+print("elapsed %.2f" % (time.monotonic() - t0))
+`
+	start := time.Now()
+	out := run(t, s, sandbox.Job{Code: code, Limits: sandbox.Limits{Inodes: limit, WallTime: 60 * time.Second}})
+	if !out.OK() {
+		t.Fatalf("job: %s %q %s", out.Reason(), out.Stdout, out.Stderr)
+	}
+	got := map[string][2]string{}
+	var elapsed float64
+	for _, line := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3:
+			got[f[0]] = [2]string{f[1], f[2]}
+		case len(f) == 2 && f[0] == "elapsed":
+			elapsed, _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	for _, place := range []string{"work", "tmp", "shm"} {
+		r, ok := got[place]
+		n, err := strconv.Atoi(r[0])
+		if !ok || err != nil {
+			t.Fatalf("%s: no count in %q", place, out.Stdout)
+		}
+		if r[1] != "ENOSPC" && r[1] != "EDQUOT" {
+			t.Errorf("%s: %d files created, stopped by %s, want ENOSPC or EDQUOT at the cap of %d", place, n, r[1], limit)
+		}
+		if n > limit+100 {
+			t.Errorf("%s: %d files created under a cap of %d", place, n, limit)
+		}
+		if place == "work" && n < limit/2 {
+			t.Errorf("work folder: only %d files before %s, the cap is %d", n, r[1], limit)
+		}
+	}
+	if elapsed <= 0 || elapsed > 10 {
+		t.Errorf("creating files up to the cap took %.2f s (whole job %v)", elapsed, time.Since(start))
+	}
+	if len(out.Files) != 1 || out.Files[0].Name != "after.csv" {
+		t.Errorf("the work folder is not usable after the cap was reached: %v", fileNames(out))
+	}
+	if next := run(t, s, sandbox.Job{Code: "open('x.csv', 'w').write('ok')\nprint('fine')"}); !next.OK() || next.Stdout != "fine\n" || len(next.Files) != 1 {
+		t.Fatalf("the sandbox does not work after the inode cap was hit: %+v", next)
+	}
+	t.Logf("contained: %s", strings.ReplaceAll(strings.TrimSpace(out.Stdout), "\n", "; "))
+
+	// A job that leaves its work folder full (no inode and no byte left)
+	// still gets its result out, as an Output, not as an error.
+	full := `
+import errno, os
+n = 0
+try:
+    while True:
+        open("f%d" % n, "w").close()
+        n += 1
+except OSError as e:
+    print("inodes", n, errno.errorcode.get(e.errno))
+os.remove("f0")
+try:
+    with open("big.bin", "wb", buffering=0) as f:
+        while True:
+            f.write(b"x" * 65536)
+except OSError as e:
+    print("bytes", errno.errorcode.get(e.errno))
+`
+	out = run(t, s, sandbox.Job{Code: full, Limits: sandbox.Limits{Inodes: 300, WorkBytes: 1 << 20, WallTime: 30 * time.Second}})
+	if !out.OK() || !strings.Contains(out.Stdout, "bytes ENOSPC") || !strings.Contains(out.Stdout, "inodes ") {
+		t.Fatalf("job that filled its work folder: %+v", out)
+	}
+}
+
+// WritableTmp checks that ordinary code writing temporary files works:
+// TMPDIR is /tmp, tempfile.NamedTemporaryFile and tempfile.mkdtemp work,
+// so does a file written straight to /tmp; writing more than the cap
+// (/tmp shares or mirrors Limits.WorkBytes, here 4 MiB) fails cleanly with
+// ENOSPC and /tmp is usable again once the file is removed.
+func WritableTmp(t *testing.T, s sandbox.Sandbox) {
+	code := `
+import errno, os, tempfile
+print("tmpdir", tempfile.gettempdir())
+with tempfile.NamedTemporaryFile("w", suffix=".csv") as f:
+    f.write("a,b\n1,2\n")
+    f.flush()
+    print("named", os.path.dirname(f.name), os.path.getsize(f.name))
+d = tempfile.mkdtemp()
+open(os.path.join(d, "x.txt"), "w").write("x")
+print("mkdtemp", os.path.dirname(d), os.listdir(d))
+open("/tmp/plain.txt", "w").write("plain")
+print("plain", open("/tmp/plain.txt").read())
+big, n = os.path.join(d, "big.bin"), 0
+try:
+    with open(big, "wb", buffering=0) as f:
+        chunk = b"x" * (1 << 20)
+        while n < (64 << 20):
+            n += f.write(chunk)
+    print("big wrote", n)
+except OSError as e:
+    print("big refused", errno.errorcode.get(e.errno, e.errno), n)
+os.remove(big)
+open("/tmp/after.txt", "w").write("after")
+print("after", open("/tmp/after.txt").read())
+`
+	out := run(t, s, sandbox.Job{Code: code, Limits: sandbox.Limits{WorkBytes: 4 << 20, FileBytes: 128 << 20, WallTime: 30 * time.Second}})
+	if !out.OK() {
+		t.Fatalf("temporary files failed: %s %q %s", out.Reason(), out.Stdout, tail(out.Stderr))
+	}
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	want := []string{"tmpdir /tmp", "named /tmp 8", "mkdtemp /tmp ['x.txt']", "plain plain", "big refused ENOSPC", "after after"}
+	if len(lines) != len(want) {
+		t.Fatalf("got %q", out.Stdout)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Fatalf("line %d: got %q, want %q (all: %q)", i+1, lines[i], w, out.Stdout)
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(lines[4], "big refused ENOSPC %d", &n); err != nil || n > 4<<20 || n == 0 {
+		t.Fatalf("wrote %d bytes to /tmp under a 4 MiB cap (%v)", n, err)
+	}
+	t.Logf("contained: %d bytes written to /tmp before ENOSPC", n)
 }
 
 // PoolNoLeak runs a job that changes every kind of global state on a

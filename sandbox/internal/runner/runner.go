@@ -17,15 +17,17 @@ var Script string
 
 // Limits are the job limits as the runner reads them.
 type Limits struct {
-	WallMS      int64    `json:"wall_ms"`
-	Memory      int64    `json:"memory"`
-	CPUs        float64  `json:"cpus"`
-	Pids        int      `json:"pids"`
-	OutputBytes int      `json:"output_bytes"`
-	Files       int      `json:"files"`
-	FileBytes   int64    `json:"file_bytes"`
-	WorkBytes   int64    `json:"work_bytes"`
-	Extensions  []string `json:"extensions"`
+	WallMS      int64   `json:"wall_ms"`
+	Memory      int64   `json:"memory"`
+	CPUs        float64 `json:"cpus"`
+	Pids        int     `json:"pids"`
+	OutputBytes int     `json:"output_bytes"`
+	Files       int     `json:"files"`
+	FileBytes   int64   `json:"file_bytes"`
+	WorkBytes   int64   `json:"work_bytes"`
+	// Inodes caps the files of the job's tmpfs (nr_inodes).
+	Inodes     int      `json:"inodes"`
+	Extensions []string `json:"extensions"`
 	// Pin restricts the job to ceil(CPUs) cores with CPU affinity.
 	Pin bool `json:"pin,omitempty"`
 }
@@ -50,7 +52,7 @@ func NewJob(j sandbox.Job, l sandbox.Limits) Job {
 	out := Job{Code: j.Code, Limits: Limits{
 		WallMS: l.WallTime.Milliseconds(), Memory: l.Memory, CPUs: l.CPUs, Pids: l.Pids,
 		OutputBytes: l.OutputBytes, Files: l.Files, FileBytes: l.FileBytes, WorkBytes: l.WorkBytes,
-		Extensions: sandbox.Extensions(),
+		Inodes: l.Inodes, Extensions: sandbox.Extensions(),
 	}}
 	var in int64
 	for _, f := range j.Files {

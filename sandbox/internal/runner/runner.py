@@ -5,15 +5,19 @@
 # up to a cap, enforces the wall time (killing every process of the job),
 # and collects the produced files without following symlinks.
 #
-#   runner.py zygote   bwrap worker: jobs arrive as frames on fd 0 (4-byte
-#                      big-endian length + JSON), results leave on fd 1.
-#                      Each job runs in fresh user, mount, pid, ipc, net and
-#                      uts namespaces with its own tmpfs, so nothing a job
-#                      does (files, processes, IPC, keys) reaches the next.
+#   runner.py zygote   bwrap worker: per job the host sends "g" and two
+#                      pipe fds on the control socket (fd 3); the forked job
+#                      process reads its job frame (4-byte big-endian length
+#                      + JSON) from the first and writes its result frame to
+#                      the second. The zygote never sees job data. Each job
+#                      runs in fresh user, mount, pid, ipc, net and uts
+#                      namespaces with its own tmpfs, so nothing a job does
+#                      (files, processes, IPC, keys) reaches the next.
 #   runner.py docker   one job per container: waits for /work/.bichat/ready,
-#                      runs /work/.bichat/job.json, writes the result to
-#                      /work/.bichat/result.json, the capped stdout/stderr
-#                      to its own stdout/stderr and a final marker line.
+#                      runs /work/.bichat/job.json, writes the capped
+#                      stdout/stderr to its own stdout/stderr, each ended
+#                      by a marker line, then on stdout the result as one
+#                      JSON line and the marker again.
 import os
 import sys
 
@@ -23,9 +27,10 @@ os.environ.update({
 })
 
 if sys.argv[1:2] == ["docker"]:
-    # The container's only writable place is the work volume.
-    os.makedirs("/work/.tmp/mpl", exist_ok=True)
-    os.environ.update({"TMPDIR": "/work/.tmp", "MPLCONFIGDIR": "/work/.tmp/mpl"})
+    # Writable: the work volume, and /tmp and /dev/shm (size- and
+    # inode-capped tmpfs mounts of the container).
+    os.makedirs("/tmp/.mpl", mode=0o700, exist_ok=True)
+    os.environ.update({"TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/.mpl"})
 
 import base64
 import ctypes
@@ -138,6 +143,14 @@ def child(job, out_w, err_w, st_w, bwrap):
         if bwrap:
             drop_caps()
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        # The code's own process may read itself (/proc/self/mem, fd, ...):
+        # it holds nothing but this job. The runner stays non-dumpable.
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        try:  # the first victim when a memory cgroup runs out
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.stdin = open(0, "r", closefd=False)
@@ -369,25 +382,48 @@ def read_exact(fd, n):
 
 
 def send(fd, obj):
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+    text = json.dumps(obj, separators=(",", ":"))
+    data = text.encode()
+    del text  # a large result is held once as str and once as bytes at most
+    hdr = struct.pack(">I", len(data))
+    while hdr:
+        hdr = hdr[os.write(fd, hdr):]
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
-def job_process(job, res_w):
-    """Pid 1 of the job's namespaces: sets up its filesystem, runs the job,
-    sends the result. Everything of the job dies when it exits."""
-    L = job["limits"]
+def read_job(fd):
+    """Reads the job's one frame from its own pipe."""
+    hdr = read_exact(fd, 4)
+    if hdr is None:
+        raise EOFError("no job on the job pipe")
+    (n,) = struct.unpack(">I", hdr)
+    body = read_exact(fd, n)
+    if body is None:
+        raise EOFError("job frame cut short")
+    os.close(fd)
+    return json.loads(body)
+
+
+def job_process(job_fd, res_fd):
+    """Pid 1 of the job's namespaces: reads its job from its own pipe, sets
+    up its filesystem, runs the job and writes the result frame straight to
+    the host's result pipe. Everything of the job dies when it exits."""
     try:
+        job = read_job(job_fd)
+        L = job["limits"]
         libc.sethostname(b"sandbox", 7)
         try:
             mount(None, "/", None, MS_REC | MS_PRIVATE)
         except OSError:
             pass
-        size = L["work_bytes"]
-        mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=0700" % size)
+        # One tmpfs for /work, /tmp and /dev/shm: WorkBytes of space and
+        # Inodes files (plus the runner's folders and the inputs).
+        inodes = L.get("inodes") or 10000
+        inodes += len(job.get("files", [])) * 2 + 16
+        mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV,
+              "size=%d,nr_inodes=%d,mode=0700" % (L["work_bytes"], inodes))
         # /dev (bwrap's tmpfs, writable by our user) becomes read-only.
         mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         # /tmp and /dev/shm are folders of the job's own tmpfs.
@@ -397,17 +433,18 @@ def job_process(job, res_w):
         os.mkdir("/tmp/.mpl", 0o700)
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         write_inputs(job)
+        job["files"] = None  # on the tmpfs now: not held during the run
         res = run_job(job, True)
         res["files"] = collect(L, True)
     except BaseException:
         res = {"error": "job setup failed: " + traceback.format_exc(limit=3)}
-    send(res_w, res)
+    send(res_fd, res)
     os._exit(0)
 
 
-def job_outer(job, res_w):
-    """Forked from the zygote: enters fresh namespaces and starts the job's
-    pid 1."""
+def job_outer(job_fd, res_fd):
+    """Forked from the idle zygote before any job data exists: enters fresh
+    namespaces and starts the job's pid 1, which reads the job itself."""
     try:
         uid, gid = os.getuid(), os.getgid()
         check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID
@@ -423,60 +460,59 @@ def job_outer(job, res_w):
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         pid = os.fork()
         if pid == 0:
-            job_process(job, res_w)
-        _, status = os.waitpid(pid, 0)
+            job_process(job_fd, res_fd)
+        os.close(job_fd)
+        os.close(res_fd)
+        os.waitpid(pid, 0)
         os._exit(0)
     except BaseException:
         try:
-            send(res_w, {"error": "job namespaces failed: " + traceback.format_exc(limit=3)})
+            send(res_fd, {"error": "job namespaces failed: " + traceback.format_exc(limit=3)})
         finally:
             os._exit(0)
 
 
 def zygote():
+    """The warm worker. It never holds a job's code, inputs or outputs:
+    per job the host sends one byte "g" with two file descriptors (the
+    job's own pipe to read its job from, and the pipe its result goes to)
+    on the control socket (fd 3); the zygote forks, closes its copies and
+    waits, then answers "d". Only the forked job process reads the job, and
+    its pid 1 writes the result straight to the host, so no later fork
+    inherits anything of an earlier job."""
+    import socket
     # Jobs are forked from here: no job may ptrace or read the memory of
     # the zygote or of its own pid 1.
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    proto_in, proto_out = os.dup(0), os.dup(1)
+    ctl = socket.socket(fileno=3)
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    send(proto_out, {"ready": True, "vm_size": vm_size()})
+    hello = json.dumps({"ready": True}).encode()
+    ctl.sendall(struct.pack(">I", len(hello)) + hello)
     while True:
-        hdr = read_exact(proto_in, 4)
-        if hdr is None:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 1, 2)
+        except OSError:
             os._exit(0)
-        (n,) = struct.unpack(">I", hdr)
-        body = read_exact(proto_in, n)
-        if body is None:
+        if not msg:
             os._exit(0)
-        job = json.loads(body)
-        res_r, res_w = os.pipe()
+        if msg != b"g" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            os._exit(3)  # the host breaks protocol: stop
+        job_fd, res_fd = fds
+        os.set_blocking(job_fd, True)
+        os.set_blocking(res_fd, True)
         pid = os.fork()
         if pid == 0:
-            os.close(res_r)
-            os.close(proto_in)
-            os.close(proto_out)
-            job_outer(job, res_w)
-        os.close(res_w)
-        chunks = []
-        while True:
-            b = os.read(res_r, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-        os.close(res_r)
+            ctl.close()
+            job_outer(job_fd, res_fd)
+        os.close(job_fd)
+        os.close(res_fd)
         os.waitpid(pid, 0)
-        data = b"".join(chunks)
-        if len(data) < 4:
-            send(proto_out, {"error": "job process died without a result"})
-            continue
-        os.write(proto_out, data[:4])  # the job's frame, relayed as is
-        rest = data[4:]
-        while rest:
-            k = os.write(proto_out, rest)
-            rest = rest[k:]
+        ctl.sendall(b"d")
 
 
 # --------------------------------------------------------------- docker ---
@@ -493,15 +529,14 @@ def docker():
     res = run_job(job, False)
     out = base64.b64decode(res.pop("stdout"))
     err = base64.b64decode(res.pop("stderr"))
-    tmp = WORK + "/.bichat/result.tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f)
-    os.rename(tmp, WORK + "/.bichat/result.json")
     # The engine copies stdout and stderr separately: each ends with the
-    # marker so the host knows it has both.
+    # marker so the host knows it has both. The result (one JSON line)
+    # follows stdout's marker, not in a file: a job that filled the work
+    # folder (bytes or inodes) must not keep its result from coming out.
     end = b"\n" + job["marker"].encode() + b"\n"
-    os.write(2, err + end)
-    os.write(1, out + end)
+    for fd, data in ((2, err + end), (1, out + end + json.dumps(res).encode() + end)):
+        while data:
+            data = data[os.write(fd, data):]
     while True:  # stay up until the host copied the files and removes us
         time.sleep(3600)
 
