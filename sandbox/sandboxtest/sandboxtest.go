@@ -514,7 +514,9 @@ print("CPU %.3f %.3f" % (cpu, wall))
 	if ratio > cpus*1.1 {
 		t.Fatalf("CPU limit %g not enforced: the job used %.2f cores (%.2f CPU s in %.2f s) and Output.Unenforced says nothing", cpus, ratio, cpu, wall)
 	}
-	if cpu < 0.1*wall {
+	// A sanity floor only (the spinners ran at all): on a loaded 2-core CI
+	// machine a capped job can get far less than its share.
+	if cpu < 0.03*wall {
 		t.Fatalf("the job hardly ran (%.2f CPU s in %.2f s): the measurement means nothing", cpu, wall)
 	}
 }
