@@ -8,8 +8,10 @@
 // Result of at most Limits.MaxRows rows with database type names and a
 // truncation flag, and classify failures as an *Error with a Kind and a
 // short repair hint for the model ("column x does not exist; call
-// describe_table"). Error messages never contain connection strings or
-// passwords.
+// describe_table"); an error that points into the statement carries the
+// character Position and an Excerpt of that line with a caret under it
+// (ExcerptAt, Error.Locate). Error messages never contain connection
+// strings or passwords.
 //
 // New builds the data tools over a DB, each an agents.Tool with two-track
 // results:

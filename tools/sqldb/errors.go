@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies a query error so the agent can repair its SQL.
@@ -53,12 +54,80 @@ type Error struct {
 	Message string
 	// Hint is a short instruction for the model to repair the statement.
 	Hint string
-	// Position is the 1-based character offset in the statement the
-	// database pointed at; 0 when unknown.
+	// Position is the 1-based character (not byte) offset in the
+	// statement the database or the validator's parser pointed at; 0 when
+	// unknown.
 	Position int
+	// Excerpt, when set, is the line of the statement holding Position
+	// (at most about 60 characters of it, "..." where cut), prefixed with
+	// its line number, and below it a caret under the character Position
+	// names, as psql shows it:
+	//
+	//	LINE 1: SELECT * FORM sales.orders
+	//	                 ^
+	//
+	// Error appends it on its own lines. Set it with Locate.
+	Excerpt string
 }
 
-// Error renders "kind: message (hint)".
+// Locate sets e.Excerpt from statement (the text Position counts in) and
+// returns e. It does nothing when Position is 0 or beyond the statement.
+func (e *Error) Locate(statement string) *Error {
+	if e.Position > 0 {
+		e.Excerpt = ExcerptAt(statement, e.Position)
+	}
+	return e
+}
+
+// excerptRadius is how many characters ExcerptAt keeps on each side of
+// the position.
+const excerptRadius = 30
+
+// ExcerptAt returns "LINE n: " and the line of statement holding the
+// 1-based character position, cut to about 30 characters on each side
+// ("..." marks a cut), a newline, and a caret under that character. A
+// position one past the end (the parser's "at end of input") puts the
+// caret after the last character. It returns "" when position is out of
+// range.
+func ExcerptAt(statement string, position int) string {
+	runes := []rune(statement)
+	if position < 1 || position > len(runes)+1 {
+		return ""
+	}
+	at := position - 1
+	// The line around at, and its number.
+	start, line := 0, 1
+	for i := 0; i < at; i++ {
+		if runes[i] == '\n' {
+			start, line = i+1, line+1
+		}
+	}
+	end := at
+	for end < len(runes) && runes[end] != '\n' && runes[end] != '\r' {
+		end++
+	}
+	prefix, suffix := "", ""
+	if at-start > excerptRadius {
+		start = at - excerptRadius
+		prefix = "..."
+	}
+	if end-at > excerptRadius+1 {
+		end = at + excerptRadius + 1
+		suffix = "..."
+	}
+	text := make([]rune, 0, end-start)
+	for _, r := range runes[start:end] {
+		if r == '\t' {
+			r = ' '
+		}
+		text = append(text, r)
+	}
+	head := fmt.Sprintf("LINE %d: %s", line, prefix)
+	return head + string(text) + suffix + "\n" + strings.Repeat(" ", utf8.RuneCountInString(head)+at-start) + "^"
+}
+
+// Error renders "kind [code]: message (at character N). hint", followed
+// by the Excerpt on its own lines when there is one.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(string(e.Kind))
@@ -73,6 +142,10 @@ func (e *Error) Error() string {
 	if e.Hint != "" {
 		b.WriteString(". ")
 		b.WriteString(e.Hint)
+	}
+	if e.Excerpt != "" {
+		b.WriteByte('\n')
+		b.WriteString(e.Excerpt)
 	}
 	return b.String()
 }

@@ -103,3 +103,35 @@ func TestCell(t *testing.T) {
 		t.Error("quoting")
 	}
 }
+
+func TestExcerptAt(t *testing.T) {
+	t.Parallel()
+	long := "SELECT region, sum(amount) AS total, count(*) AS n, avg(amount) FROM sales.orders WHER status = 'paid' GROUP BY region"
+	for _, tc := range []struct {
+		name, sql string
+		pos       int
+		want      string
+	}{
+		{"short", "SELECT * FORM t", 10, "LINE 1: SELECT * FORM t\n                 ^"},
+		{"first char", "SELEC 1", 1, "LINE 1: SELEC 1\n        ^"},
+		{"end of input", "SELECT 1 +", 11, "LINE 1: SELECT 1 +\n                  ^"},
+		{"multi-byte runes count as characters", "SELECT 'é' FORM t", 12, "LINE 1: SELECT 'é' FORM t\n                   ^"},
+		{"other line", "SELECT a\nFROM t\nWHER x = 1", 17, "LINE 3: WHER x = 1\n        ^"},
+		{"tabs become spaces", "SELECT\t*\tFORM t", 10, "LINE 1: SELECT * FORM t\n                 ^"},
+		{"long line cut both sides", long, strings.Index(long, "WHER") + 1,
+			"LINE 1: ...avg(amount) FROM sales.orders WHER status = 'paid' GROUP BY r...\n" + strings.Repeat(" ", 8+3+30) + "^"},
+		{"zero", "SELECT 1", 0, ""},
+		{"beyond", "SELECT 1", 10, ""},
+	} {
+		if got := ExcerptAt(tc.sql, tc.pos); got != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+	e := (&Error{Kind: KindSyntax, Message: `syntax error at or near "FORM"`, Position: 10, Hint: "fix the SQL syntax"}).Locate("SELECT * FORM t")
+	if got := e.Error(); got != "syntax: syntax error at or near \"FORM\" (at character 10). fix the SQL syntax\nLINE 1: SELECT * FORM t\n                 ^" {
+		t.Errorf("Error() with excerpt: %q", got)
+	}
+	if e := (&Error{Kind: KindSyntax}).Locate("SELECT 1"); e.Excerpt != "" {
+		t.Errorf("excerpt without a position: %q", e.Excerpt)
+	}
+}

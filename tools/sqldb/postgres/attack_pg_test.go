@@ -22,7 +22,7 @@ func TestAttackCorpusDoesNotExecute(t *testing.T) {
 		"CREATE SEQUENCE "+schema+".canary_seq",
 		"SELECT nextval('"+schema+".canary_seq')",
 	)
-	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}})
+	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}, AllowPrivilegedRole: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func BenchmarkCappedQuery(b *testing.B) {
 			table := bigTable(b)
 			_ = table
 			ctx := context.Background()
-			db, err := New(admin(b), Options{})
+			db, err := New(admin(b), Options{AllowPrivilegedRole: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,19 +2,52 @@
 // implementation of bichat's read-only data access, on
 // github.com/jackc/pgx/v5.
 //
-// Every statement passes three layers, each tested on its own:
+// Open and New first check the role they connect as (CheckRole) and
+// refuse, with an error naming each finding (ErrPrivilegedRole), a
+// superuser, a role with BYPASSRLS, CREATEROLE or REPLICATION, a member
+// of pg_read_server_files, pg_write_server_files,
+// pg_execute_server_program, pg_signal_backend or pg_write_all_data, and
+// a role that may create in the database or in the schemas the agent
+// reads or write their tables; Options.AllowPrivilegedRole accepts such a
+// role at the stated risk. Give the agent a read-only role:
+//
+//	CREATE ROLE analyst LOGIN PASSWORD '...';
+//	ALTER ROLE analyst SET default_transaction_read_only = on;
+//	GRANT USAGE ON SCHEMA sales TO analyst;
+//	GRANT SELECT ON ALL TABLES IN SCHEMA sales TO analyst;
+//	ALTER DEFAULT PRIVILEGES IN SCHEMA sales GRANT SELECT ON TABLES TO analyst;
+//
+// Every statement then passes three layers, each tested on its own:
 //
 //  1. Validator parses it with the real PostgreSQL parser
 //     (github.com/pganalyze/pg_query_go/v6) and accepts exactly one
 //     statement whose root is a SELECT (plain, WITH, set operations,
 //     VALUES, TABLE) with no data-modifying CTE, no SELECT INTO, no locking
-//     clause, no function on the deny list (DefaultDeniedFunctions: file,
-//     network, administration, sleep, sequence, advisory-lock, set_config
-//     and server-information families) anywhere in the tree, no system
-//     catalog unless Policy.AllowSystemCatalogs, and, when the request
-//     carries an allowlist (sqldb.Limits.Tables), only allowed relations
-//     (schema-qualified; CTE names excluded with correct scoping; bare
-//     names resolved against Policy.SearchPath).
+//     clause, no system catalog unless Policy.AllowSystemCatalogs, and,
+//     when the request carries an allowlist (sqldb.Limits.Tables), only
+//     allowed relations (schema-qualified; CTE names excluded with correct
+//     scoping; bare names resolved against Policy.SearchPath). Functions
+//     are default-deny: every function call, operator, cast target type,
+//     column definition type, TABLESAMPLE method and SQL keyword function
+//     (CURRENT_USER, LOCALTIMESTAMP, ...) anywhere in the tree must be
+//     allowed by policy.txt, a reviewed list embedded in the package with
+//     one line per PostgreSQL function and its family (aggregates, window,
+//     math, text, date/time, formatting, JSON, arrays, ranges, network,
+//     full-text search without query text, geometric, uuid, xml values,
+//     ...). Functions that run query text (ts_rewrite(query, text),
+//     ts_stat, query_to_xml), read tables named by an argument
+//     (table_to_xml), open connections, touch files or large objects,
+//     lock, use sequences, settings, statistics, replication or backends,
+//     or read the catalogs are denied there with a reason the error
+//     names. Operators are allowed when every function implementing them
+//     is; casts by target type, reg* types (regclass, regproc, ...)
+//     denied. A host extends the list with Policy.AllowFunctions,
+//     AllowOperators and AllowTypes (its own functions, operators, enums
+//     and domains) and narrows it with Policy.DeniedFunctions. Tests
+//     against the real server enumerate pg_proc, pg_operator and pg_cast
+//     and fail on anything policy.txt does not classify, so a new server
+//     version forces a review. Syntax errors carry the parser's position
+//     and the statement's line with a caret under it.
 //  2. DB.Query runs it in BEGIN READ ONLY with the transaction-local
 //     statement_timeout (sqldb.Limits.Timeout, default 30 s), search_path
 //     and, when Options.TenantSetting is set, the tenant id for row-level
@@ -23,9 +56,23 @@
 //     which itself admits only queries) and at most MaxRows+1 rows are
 //     fetched: the full result is never materialised, and the extra row
 //     tells whether the result was truncated. Cells and total bytes are
-//     capped.
+//     capped. Rows arrive in the text format (with DateStyle,
+//     IntervalStyle, extra_float_digits and bytea_output set for the
+//     transaction): booleans, integers, floating-point and numeric
+//     values, dates and timestamps, bytea, json and jsonb and arrays of
+//     these become Go values (sqldb.Result); every other type, such as
+//     tsvector, tsquery, interval, ranges and multiranges, geometric and
+//     network types, money, xml, pg_lsn, enums, composites and arrays of
+//     them, is the server's own text form, never raw bytes.
 //
-// All of this is one network round trip. Errors are *sqldb.Error values
+// All of this is one network round trip (plus one format_type look-up per
+// type pgx does not know, cached). Errors are *sqldb.Error values
 // classified from SQLSTATE with a repair hint for the model; they never
-// contain the connection string or the password.
+// contain the connection string or the password. A server error's
+// Position points into the statement as the caller wrote it, with an
+// Excerpt and a caret. A timeout of a statement that calls a function in
+// FROM (generate_series, unnest, ...) gets its own hint: PostgreSQL
+// computes such a function in full before the first row, so a LIMIT does
+// not help; the hint says to bound the function's arguments or to call it
+// in the select list, where its rows stream.
 package postgres

@@ -28,6 +28,6 @@ func ExampleValidator() {
 	// accepted, reads [sales.customers sales.orders]
 	// refused: rejected: 2 statements were sent; only one is allowed. send a single SELECT statement without semicolons between statements
 	// refused: rejected: DELETE statements are not allowed, not even inside WITH. only read-only SELECT statements can run
-	// refused: rejected: function pg_sleep is not allowed. use only ordinary functions on the data; file, network, administration, sleep, sequence, lock and server-information functions are refused
+	// refused: rejected: function pg_sleep is not allowed (sleep: holds the connection without work). use only ordinary functions on the data (aggregates, window functions, math, text, date/time, formatting, JSON, arrays, ranges); functions that run SQL from text or reach files, the server, sessions or catalogs are refused
 	// refused: rejected: relation hr.salaries is not in the allowed datasets. use only the allowed datasets, schema-qualified
 }

@@ -60,7 +60,7 @@ type gold struct {
 
 func runGold(t *testing.T, schema string, golds []gold) {
 	t.Helper()
-	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}})
+	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}, AllowPrivilegedRole: true})
 	if err != nil {
 		t.Fatal(err)
 	}

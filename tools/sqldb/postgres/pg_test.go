@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -51,6 +52,99 @@ func admin(t testing.TB) *pgxpool.Pool {
 		t.Fatalf("connect to the test database: %v", sqldb.Redact(adminErr.Error(), dsn))
 	}
 	return adminPool
+}
+
+var (
+	readerOnce    sync.Once
+	readerRole    string
+	readerPool    *pgxpool.Pool
+	readerErr     error
+	grantsMu      sync.Mutex
+	readerGrants  = map[string]bool{}
+	createdRoles  []string
+	createdRoleMu sync.Mutex
+)
+
+// roleDSN is the test DSN with another user and password.
+func roleDSN(t testing.TB, role, password string) string {
+	t.Helper()
+	dsn := testDSN(t)
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal("the test DSN does not parse as a URL")
+		}
+		u.User = url.UserPassword(role, password)
+		return u.String()
+	}
+	// key=value: later keys win.
+	return dsn + " user=" + role + " password=" + password
+}
+
+// newRole creates a login role (with the given extra clauses) dropped in
+// TestMain after every test, and returns its name and a DSN for it.
+func newRole(t testing.TB, prefix, clauses string) (string, string) {
+	t.Helper()
+	name := randomName(prefix)
+	password := randomName("pw")
+	exec(t, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"' "+clauses)
+	createdRoleMu.Lock()
+	createdRoles = append(createdRoles, name)
+	createdRoleMu.Unlock()
+	return name, roleDSN(t, name, password)
+}
+
+// reader is a pool connected as a read-only login role created once per
+// test binary: the setup the package documentation recommends. Tests
+// create their fixtures through admin and give reader a schema with
+// grantRead.
+func reader(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	admin(t)
+	readerOnce.Do(func() {
+		var dsn string
+		readerRole, dsn = newRole(t, "bichat_ro_", "NOSUPERUSER NOCREATEDB NOCREATEROLE")
+		if _, readerErr = admin(t).Exec(context.Background(), "ALTER ROLE "+readerRole+" SET default_transaction_read_only = on"); readerErr != nil {
+			return
+		}
+		readerPool, readerErr = pgxpool.New(context.Background(), dsn)
+		if readerErr == nil {
+			readerErr = readerPool.Ping(context.Background())
+		}
+	})
+	if readerErr != nil {
+		t.Fatalf("connect as the read-only role: %v", readerErr)
+	}
+	return readerPool
+}
+
+// grantRead lets the reader role read every table of schema.
+func grantRead(t testing.TB, schema string) {
+	t.Helper()
+	reader(t)
+	// Once per schema, one at a time: concurrent GRANTs on one object
+	// fail with "tuple concurrently updated".
+	grantsMu.Lock()
+	defer grantsMu.Unlock()
+	if readerGrants[schema] {
+		return
+	}
+	exec(t, "GRANT USAGE ON SCHEMA "+schema+" TO "+readerRole, "GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+readerRole)
+	readerGrants[schema] = true
+}
+
+// readDB is a DB over schema as the read-only role.
+func readDB(t testing.TB, schema string, opts Options) *DB {
+	t.Helper()
+	grantRead(t, schema)
+	if opts.Policy.SearchPath == nil {
+		opts.Policy.SearchPath = []string{schema}
+	}
+	db, err := New(reader(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func randomName(prefix string) string {
@@ -104,18 +198,29 @@ func sample(t testing.TB, opts Options) *DB {
 		t.Fatal(sampleErr)
 	}
 	opts.Policy.SearchPath = []string{sampleSchema}
-	db, err := New(pool, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return readDB(t, sampleSchema, opts)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if readerPool != nil {
+		readerPool.Close()
+	}
 	if adminPool != nil {
+		ctx := context.Background()
 		if sampleSchema != "" {
-			_, _ = adminPool.Exec(context.Background(), "DROP SCHEMA "+sampleSchema+" CASCADE")
+			_, _ = adminPool.Exec(ctx, "DROP SCHEMA "+sampleSchema+" CASCADE")
+		}
+		// Schemas kept between runs (benchmarks, gold data) keep no grant
+		// to a role that is about to go.
+		for schema := range readerGrants {
+			_, _ = adminPool.Exec(ctx, "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '"+schema+"') THEN "+
+				"REVOKE ALL ON ALL TABLES IN SCHEMA "+schema+" FROM "+readerRole+"; REVOKE ALL ON SCHEMA "+schema+" FROM "+readerRole+"; END IF; END $$")
+		}
+		for i := len(createdRoles) - 1; i >= 0; i-- {
+			if _, err := adminPool.Exec(ctx, "DROP ROLE IF EXISTS "+createdRoles[i]); err != nil {
+				fmt.Fprintf(os.Stderr, "drop test role %s: %v\n", createdRoles[i], err)
+			}
 		}
 		adminPool.Close()
 	}
@@ -175,10 +280,7 @@ func TestQueryUnknownTypes(t *testing.T) {
 	exec(t, "CREATE TYPE "+schema+".mood AS ENUM ('sad', 'happy')",
 		"CREATE TABLE "+schema+".m (id int, mood "+schema+".mood, tags text[], span int4range, doc jsonb, u uuid, d interval)",
 		"INSERT INTO "+schema+".m VALUES (1, 'happy', '{a,b}', '[1,5)', '{\"k\": [1, 2]}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '1 day 02:00:00')")
-	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := readDB(t, schema, Options{})
 	res, err := db.Query(context.Background(), "SELECT mood, tags, span, doc, u, d, 12.5::numeric(5,2) AS n FROM m", sqldb.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +359,9 @@ func TestTransactionIsReadOnlyAndTimed(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
 	exec(t, "CREATE TABLE "+schema+".canary (id int)", "INSERT INTO "+schema+".canary VALUES (1)", "CREATE SEQUENCE "+schema+".seq")
-	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}})
+	// The owner of the tables, on purpose: the READ ONLY transaction, not
+	// a missing privilege, must be what stops the writes.
+	db, err := New(admin(t), Options{Policy: Policy{SearchPath: []string{schema}}, AllowPrivilegedRole: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,10 +463,7 @@ func TestTenantSettingForRowLevelSecurity(t *testing.T) {
 		"ALTER TABLE "+schema+".facts FORCE ROW LEVEL SECURITY",
 		"CREATE POLICY tenant_only ON "+schema+".facts USING (tenant = current_setting('app.tenant_id', true))",
 	)
-	db, err := New(admin(t), Options{TenantSetting: "app.tenant_id", Policy: Policy{SearchPath: []string{schema}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := readDB(t, schema, Options{TenantSetting: "app.tenant_id"})
 	for tenant, want := range map[string]int64{"a": 3, "b": 40, "": 0} {
 		res, err := db.Query(context.Background(), "SELECT coalesce(sum(v), 0)::int8 FROM facts", sqldb.Limits{TenantID: tenant})
 		if err != nil {
@@ -380,7 +481,7 @@ func TestTenantSettingForRowLevelSecurity(t *testing.T) {
 func TestErrorsAreClassified(t *testing.T) {
 	t.Parallel()
 	db := sample(t, Options{})
-	catalogs, err := New(admin(t), Options{Policy: Policy{AllowSystemCatalogs: true, SearchPath: []string{sampleSchema}}})
+	catalogs, err := New(reader(t), Options{Policy: Policy{AllowSystemCatalogs: true, SearchPath: []string{sampleSchema}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +495,9 @@ func TestErrorsAreClassified(t *testing.T) {
 		{db, "SELECT * FROM no_such_table", sqldb.KindUndefinedTable, "describe_table"},
 		{db, "SELECT no_such_column FROM orders", sqldb.KindUndefinedColumn, "no_such_column does not exist; call describe_table"},
 		{db, "SELECT name + 1 FROM regions", sqldb.KindTypeMismatch, "cast"},
-		{db, "SELECT no_such_function(1)", sqldb.KindTypeMismatch, "cast"},
+		// An allowed function with arguments of the wrong type reaches the
+		// server (an unknown one is refused by the validator).
+		{db, "SELECT lower(1)", sqldb.KindTypeMismatch, "cast"},
 		{db, "SELECT 'x'::int", sqldb.KindTypeMismatch, "type"},
 		{db, "SELECT region_id, count(*) FROM customers", sqldb.KindSyntax, "GROUP BY"},
 		{db, "SELECT 1 / 0", sqldb.KindOther, ""},
@@ -410,6 +513,11 @@ func TestErrorsAreClassified(t *testing.T) {
 	_, err = db.Query(context.Background(), "  SELECT nope FROM orders", sqldb.Limits{})
 	if e, ok := err.(*sqldb.Error); !ok || e.Position != 10 {
 		t.Errorf("position: %#v", err)
+	}
+	// ... with the line and a caret under the position, in the message.
+	if e, ok := err.(*sqldb.Error); !ok || e.Excerpt != "LINE 1:   SELECT nope FROM orders\n"+strings.Repeat(" ", 17)+"^" ||
+		!strings.HasSuffix(err.Error(), "\n"+e.Excerpt) {
+		t.Errorf("excerpt: %q", err)
 	}
 }
 
@@ -439,10 +547,16 @@ func TestErrorsNeverContainTheDSN(t *testing.T) {
 			t.Errorf("error leaks the password: %v", err)
 		}
 	}
-	// A working DSN's password never shows up in query errors either.
-	db, err := Open(context.Background(), dsn, Options{})
+	// A working DSN's password never shows up in query errors either, nor
+	// in the refusal of a privileged role.
+	if _, err := Open(context.Background(), dsn, Options{}); err == nil || strings.Contains(err.Error(), dsn) ||
+		testPassword(t, dsn) != "" && strings.Contains(err.Error(), testPassword(t, dsn)) {
+		t.Errorf("the owner role was accepted, or its refusal leaks the password: %v", err)
+	}
+	_, readerDSN := newRole(t, "bichat_ro_", "")
+	db, err := Open(context.Background(), readerDSN, Options{})
 	if err != nil {
-		t.Fatal(sqldb.Redact(err.Error(), dsn))
+		t.Fatal(sqldb.Redact(err.Error(), readerDSN))
 	}
 	defer db.Close()
 	pw := db.pool.Config().ConnConfig.Password
@@ -450,6 +564,16 @@ func TestErrorsNeverContainTheDSN(t *testing.T) {
 	if err == nil || pw != "" && strings.Contains(err.Error(), pw) {
 		t.Errorf("query error leaks the password: %v", err)
 	}
+}
+
+// testPassword is the password in dsn, "" when it has none.
+func testPassword(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal("the test DSN does not parse")
+	}
+	return cfg.ConnConfig.Password
 }
 
 func TestIntrospect(t *testing.T) {
@@ -463,10 +587,7 @@ func TestIntrospect(t *testing.T) {
 	}
 	exec(t, "CREATE VIEW "+schema+".big_orders AS SELECT * FROM "+schema+".orders WHERE id > 100",
 		"COMMENT ON VIEW "+schema+".big_orders IS 'Orders after the first hundred.'")
-	db, err := New(admin(t), Options{Schemas: []string{schema}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := readDB(t, schema, Options{Schemas: []string{schema}})
 	ds, err := db.Introspect(context.Background())
 	if err != nil {
 		t.Fatal(err)

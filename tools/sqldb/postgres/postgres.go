@@ -1,12 +1,12 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/tools"
@@ -37,6 +39,25 @@ type Options struct {
 	// Schemas limits Introspect to these schemas; empty means every schema
 	// the user can see except pg_* and information_schema.
 	Schemas []string
+	// AllowPrivilegedRole skips the role check of Open and New (see
+	// CheckRole), which otherwise refuses to work as a role that is a
+	// superuser, may bypass row-level security, create roles or
+	// replicate, is a member of pg_read_server_files,
+	// pg_write_server_files, pg_execute_server_program,
+	// pg_signal_backend or pg_write_all_data, or may write to (or create
+	// in) the schemas the agent reads.
+	//
+	// The risk: the statement check and the read-only transaction are
+	// then the only layers between the model's SQL and everything that
+	// role may do. A statement that slips past them (a function missing
+	// from a list, a server bug) runs with the role's full power: reading
+	// or writing server files, running programs on the server, changing
+	// or deleting data, stopping other sessions, ignoring the tenant's
+	// row-level security. Set it only for a role that exists for tests or
+	// local experiments, never for a role that reaches production data;
+	// create a read-only role instead (the package documentation shows
+	// how).
+	AllowPrivilegedRole bool
 }
 
 var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$`)
@@ -54,7 +75,8 @@ type DB struct {
 var _ sqldb.DB = (*DB)(nil)
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
-// string) with a pgx pool. Errors never contain the DSN or the password.
+// string) with a pgx pool and checks the role as New does. Errors never
+// contain the DSN or the password.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	secrets := []string{dsn}
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -78,7 +100,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d database %s: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, sqldb.Redact(errText(err), secrets...))
 	}
-	db, err := New(pool, opts)
+	db, err := newDB(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -98,8 +120,21 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// New wraps an existing pool; Close then leaves the pool open.
+// RoleCheckTimeout bounds the role check New runs (Open uses its own
+// context).
+const RoleCheckTimeout = 30 * time.Second
+
+// New wraps an existing pool; Close then leaves the pool open. Unless
+// opts.AllowPrivilegedRole is set, it first runs CheckRole on the pool
+// (bounded by RoleCheckTimeout) and refuses a privileged role with an
+// error matching ErrPrivilegedRole.
 func New(pool *pgxpool.Pool, opts Options) (*DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), RoleCheckTimeout)
+	defer cancel()
+	return newDB(ctx, pool, opts)
+}
+
+func newDB(ctx context.Context, pool *pgxpool.Pool, opts Options) (*DB, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: nil pool")
 	}
@@ -110,7 +145,186 @@ func New(pool *pgxpool.Pool, opts Options) (*DB, error) {
 	if pw := pool.Config().ConnConfig.Password; pw != "" {
 		db.secrets = append(db.secrets, pw)
 	}
+	if !opts.AllowPrivilegedRole {
+		if err := CheckRole(ctx, pool, opts); err != nil {
+			var pr *PrivilegedRoleError
+			if errors.As(err, &pr) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("postgres: check the role: %w", db.classify(ctx, err))
+		}
+	}
 	return db, nil
+}
+
+// ErrPrivilegedRole is matched (errors.Is) by the error Open, New and
+// CheckRole return for a role with more power than reading data needs.
+var ErrPrivilegedRole = errors.New("postgres: the database role is privileged")
+
+// PrivilegedRoleError names what CheckRole found. It matches
+// ErrPrivilegedRole.
+type PrivilegedRoleError struct {
+	// Role is the role the pool connects as (current_user).
+	Role string
+	// Findings are short statements of each privilege found, such as
+	// "superuser", "member of pg_read_server_files" or
+	// "INSERT, UPDATE, DELETE, TRUNCATE on table sales.orders".
+	Findings []string
+}
+
+// Error lists the findings and what to do.
+func (e *PrivilegedRoleError) Error() string {
+	return fmt.Sprintf("postgres: refusing to run the agent's SQL as role %q, which has more than read access: %s. "+
+		"Connect as a read-only role (CREATE ROLE ... LOGIN; GRANT USAGE ON SCHEMA ...; GRANT SELECT ON ALL TABLES IN SCHEMA ...; see the package documentation), "+
+		"or set Options.AllowPrivilegedRole to accept the risk", e.Role, strings.Join(e.Findings, "; "))
+}
+
+// Is reports whether target is ErrPrivilegedRole.
+func (e *PrivilegedRoleError) Is(target error) bool { return target == ErrPrivilegedRole }
+
+// privilegedRoles are the predefined roles whose membership (direct or
+// inherited) CheckRole refuses, with what each allows.
+var privilegedRoles = []struct{ name, why string }{
+	{"pg_read_server_files", "reads any file the server can read"},
+	{"pg_write_server_files", "writes files on the server"},
+	{"pg_execute_server_program", "runs programs on the server"},
+	{"pg_signal_backend", "cancels and terminates other sessions"},
+	{"pg_write_all_data", "writes every table"},
+}
+
+// maxTableFindings is how many writable tables the error names before
+// it counts the rest.
+const maxTableFindings = 5
+
+// CheckRole inspects the role pool connects as and returns a
+// *PrivilegedRoleError (matching ErrPrivilegedRole) naming every finding
+// when the role:
+//   - is a superuser, or has BYPASSRLS (which defeats the row-level
+//     security Options.TenantSetting feeds), CREATEROLE (which before
+//     PostgreSQL 16 can grant itself any of the roles below) or
+//     REPLICATION;
+//   - is a member, directly or through other roles, of
+//     pg_read_server_files, pg_write_server_files,
+//     pg_execute_server_program, pg_signal_backend or pg_write_all_data;
+//   - may CREATE in the database, or in a schema the agent reads;
+//   - may INSERT, UPDATE, DELETE or TRUNCATE a table, view or foreign
+//     table in those schemas (column-level INSERT and UPDATE grants
+//     count).
+//
+// The schemas the agent reads are opts.Schemas and opts.Policy's search
+// path, or, when opts.Schemas is empty (Introspect then lists every
+// schema), every schema except pg_* and information_schema. Membership
+// in pg_read_all_data, pg_read_all_stats or pg_monitor is not refused:
+// they read, and the statement check keeps catalogs and statistics
+// functions away from the model. On PostgreSQL 14 and older every role
+// may CREATE in schema public until the owner runs REVOKE CREATE ON
+// SCHEMA public FROM PUBLIC; the check reports it. It returns nil for a
+// read-only role and another error when the check itself fails.
+// Privileges granted after the check are not seen: grant a role only
+// what it needs.
+func CheckRole(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
+	const roleQuery = `
+SELECT r.rolname::text, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolreplication,
+  ARRAY(SELECT p FROM unnest($1::text[]) p
+        WHERE EXISTS (SELECT 1 FROM pg_roles x WHERE x.rolname = p) AND pg_has_role(r.oid, p, 'MEMBER')
+        ORDER BY array_position($1::text[], p)),
+  has_database_privilege(current_database(), 'CREATE')
+FROM pg_roles r WHERE r.rolname = current_user`
+	names := make([]string, len(privilegedRoles))
+	for i, r := range privilegedRoles {
+		names[i] = r.name
+	}
+	var (
+		role                                      string
+		super, bypassRLS, createRole, replication bool
+		members                                   []string
+		createDB                                  bool
+	)
+	if err := pool.QueryRow(ctx, roleQuery, names).Scan(&role, &super, &bypassRLS, &createRole, &replication, &members, &createDB); err != nil {
+		return fmt.Errorf("postgres: check role: read its attributes: %w", err)
+	}
+	var findings []string
+	if super {
+		findings = append(findings, "superuser (may do anything, including reading files and running programs on the server)")
+	}
+	if bypassRLS {
+		findings = append(findings, "BYPASSRLS (row-level security, and so the tenant setting, does not apply)")
+	}
+	if createRole {
+		findings = append(findings, "CREATEROLE (may create roles and, before PostgreSQL 16, grant itself pg_execute_server_program)")
+	}
+	if replication {
+		findings = append(findings, "REPLICATION (may stream every table's changes)")
+	}
+	for _, m := range members {
+		for _, r := range privilegedRoles {
+			if r.name == m {
+				findings = append(findings, "member of "+m+" ("+r.why+")")
+			}
+		}
+	}
+	if createDB {
+		findings = append(findings, "CREATE on the database (may create schemas)")
+	}
+
+	// The schemas in reach and what the role may write there.
+	var schemas []string
+	if len(opts.Schemas) > 0 {
+		schemas = append(slices.Clone(opts.Schemas), NewValidator(opts.Policy).SearchPath()...)
+	}
+	if schemas == nil {
+		schemas = []string{}
+	}
+	const writeQuery = `
+WITH scope AS (
+  SELECT n.oid, n.nspname FROM pg_namespace n
+  WHERE cardinality($1::text[]) = 0 AND n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema'
+     OR n.nspname = ANY($1::text[]))
+SELECT 'schema', quote_ident(s.nspname), ARRAY['CREATE']
+FROM scope s WHERE has_schema_privilege(s.oid, 'CREATE')
+UNION ALL
+SELECT * FROM (
+  SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' ELSE 'table' END,
+    quote_ident(s.nspname) || '.' || quote_ident(c.relname),
+    ARRAY(SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p
+          WHERE has_table_privilege(c.oid, p) OR p IN ('INSERT', 'UPDATE') AND has_any_column_privilege(c.oid, p)) AS privs
+  FROM pg_class c JOIN scope s ON s.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  ORDER BY 2) t
+WHERE cardinality(t.privs) > 0`
+	rows, err := pool.Query(ctx, writeQuery, schemas)
+	if err != nil {
+		return fmt.Errorf("postgres: check role: read its write privileges: %w", err)
+	}
+	tables := 0
+	for rows.Next() {
+		var (
+			kind, name string
+			privs      []string
+		)
+		if err := rows.Scan(&kind, &name, &privs); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres: check role: read its write privileges: %w", err)
+		}
+		if kind != "schema" {
+			tables++
+			if tables > maxTableFindings {
+				continue
+			}
+		}
+		findings = append(findings, strings.Join(privs, ", ")+" on "+kind+" "+name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: check role: read its write privileges: %w", err)
+	}
+	if tables > maxTableFindings {
+		findings = append(findings, fmt.Sprintf("and write privileges on %d more tables", tables-maxTableFindings))
+	}
+	if len(findings) == 0 {
+		return nil
+	}
+	return &PrivilegedRoleError{Role: role, Findings: findings}
 }
 
 // Close closes the pool if Open created it.
@@ -150,11 +364,86 @@ func (db *DB) Query(ctx context.Context, sql string, lim sqldb.Limits) (*sqldb.R
 				e.Position += utf8.RuneCountInString(sql[:i])
 			}
 			e.Position = max(e.Position, 0)
+			if !db.holdsSecret(sql) {
+				e.Locate(sql)
+			}
+		}
+		if errors.As(err, &e) && e.Kind == sqldb.KindTimeout {
+			if fns := functionsInFrom(st.SQL); len(fns) > 0 {
+				e.Hint = srfTimeoutHint(fns)
+			}
 		}
 		return nil, err
 	}
 	res.Datasets = st.Relations
 	return res, nil
+}
+
+// holdsSecret reports whether s contains the password or the DSN (an
+// excerpt of it would show them).
+func (db *DB) holdsSecret(s string) bool {
+	return sqldb.Redact(s, db.secrets...) != s
+}
+
+// functionsInFrom returns the names of the functions stmt calls in a FROM
+// clause (anywhere: joins, subqueries, CTEs), in order of appearance and
+// without duplicates; nil when it calls none or does not parse.
+func functionsInFrom(stmt string) []string {
+	tree, err := pg_query.Parse(stmt)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	var walk func(m protoreflect.Message, inFrom bool)
+	walk = func(m protoreflect.Message, inFrom bool) {
+		if fc, ok := m.Interface().(*pg_query.FuncCall); ok && inFrom {
+			if n := len(fc.Funcname); n > 0 {
+				if name := fc.Funcname[n-1].GetString_().GetSval(); name != "" && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+		_, isRangeFunction := m.Interface().(*pg_query.RangeFunction)
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			// A RangeFunction's functions are what FROM calls; their
+			// arguments (and the column definitions) are not.
+			child := isRangeFunction && fd.Name() == "functions"
+			switch {
+			case fd.IsList() && fd.Message() != nil:
+				l := v.List()
+				for i := range l.Len() {
+					walk(l.Get(i).Message(), child || inFrom && !isFuncCall(m))
+				}
+			case fd.Message() != nil && !fd.IsMap():
+				walk(v.Message(), child || inFrom && !isFuncCall(m))
+			}
+			return true
+		})
+	}
+	for _, raw := range tree.Stmts {
+		walk(raw.ProtoReflect(), false)
+	}
+	return names
+}
+
+func isFuncCall(m protoreflect.Message) bool {
+	_, ok := m.Interface().(*pg_query.FuncCall)
+	return ok
+}
+
+// srfTimeoutHint is the repair hint for a timeout of a statement that
+// calls fns in FROM.
+func srfTimeoutHint(fns []string) string {
+	fn := fns[0]
+	what := fn + " in FROM"
+	if len(fns) > 1 {
+		what = strings.Join(fns, ", ") + " in FROM"
+	}
+	return "the query ran past the time limit and was cancelled. It calls " + what +
+		", and PostgreSQL computes a function in FROM in full before the first row comes back, so a LIMIT does not shorten it: " +
+		"bound the function's arguments to the rows you need (a shorter series, a narrower date range), " +
+		"or call it in the select list, where its rows stream and a LIMIT stops it early: " +
+		"SELECT * FROM (SELECT " + fn + "(...) AS x) s LIMIT 10"
 }
 
 // Sample returns up to n rows of dataset (schema.table).
@@ -189,7 +478,12 @@ func (db *DB) run(ctx context.Context, stmt string, lim sqldb.Limits) (*sqldb.Re
 	for _, s := range db.v.searchPath {
 		path = append(path, sqldb.QuoteIdent(s))
 	}
-	settings := "SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true)"
+	// Rows come back in the text format (see read); these settings make
+	// that text the form the decoders expect, whatever the role's or the
+	// database's defaults.
+	settings := "SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true), " +
+		"set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true), " +
+		"set_config('extra_float_digits', '3', true), set_config('bytea_output', 'hex', true)"
 	params := [][]byte{
 		[]byte(strconv.FormatInt(max(lim.Timeout.Milliseconds(), 1), 10)),
 		[]byte(strings.Join(append(path, "pg_temp"), ", ")),
@@ -203,7 +497,10 @@ func (db *DB) run(ctx context.Context, stmt string, lim sqldb.Limits) (*sqldb.Re
 	batch.ExecParams(settings, params, nil, nil, nil)
 	batch.ExecParams(declarePrefix+stmt, nil, nil, nil, nil)
 	const fetchAt = 3
-	batch.ExecParams("FETCH FORWARD "+strconv.Itoa(lim.MaxRows+1)+" FROM "+cursorName, nil, nil, nil, []int16{1})
+	// Result format text for every column: the FETCH is bound before its
+	// column types are known, and every type, including the ones pgx has
+	// no Go mapping for, has a text form.
+	batch.ExecParams("FETCH FORWARD "+strconv.Itoa(lim.MaxRows+1)+" FROM "+cursorName, nil, nil, nil, nil)
 	batch.ExecParams("ROLLBACK", nil, nil, nil, nil)
 
 	start := time.Now()
@@ -247,41 +544,40 @@ func (db *DB) run(ctx context.Context, stmt string, lim sqldb.Limits) (*sqldb.Re
 	return res, nil
 }
 
-// read fetches the FETCH result into res.
+// read fetches the FETCH result into res. Every column arrives in the
+// text format; decoderFor turns the text of the types with a Go mapping
+// into typed values and keeps every other type's text as it is.
 func (db *DB) read(conn *pgx.Conn, rr *pgconn.ResultReader, lim sqldb.Limits, res *sqldb.Result, oids *[]uint32) error {
-	rows := pgx.RowsFromResultReader(conn.TypeMap(), rr)
-	defer rows.Close()
-	fds := rows.FieldDescriptions()
+	m := conn.TypeMap()
+	fds := rr.FieldDescriptions()
 	res.Columns = make([]tools.Column, len(fds))
-	// Rows arrive in binary; pgx decodes every type it knows and returns
-	// the raw bytes of the others (enums, user-defined types), whose binary
-	// form is mostly their text.
-	unknown := make([]bool, len(fds))
+	decode := make([]decoder, len(fds))
 	for i, fd := range fds {
 		res.Columns[i] = tools.Column{Name: fd.Name}
-		if t, ok := conn.TypeMap().TypeForOID(fd.DataTypeOID); ok {
+		if t, ok := m.TypeForOID(fd.DataTypeOID); ok {
 			res.Columns[i].Type = t.Name
 		} else {
-			unknown[i] = true
 			*oids = append(*oids, fd.DataTypeOID)
 		}
+		decode[i] = decoderFor(m, fd.DataTypeOID, fd.Format)
 	}
 	total := 0
-	for rows.Next() {
+	for rr.NextRow() {
 		if len(res.Rows) == lim.MaxRows || total >= lim.MaxBytes {
 			res.Truncated = true
 			break
 		}
-		vals, err := rows.Values()
-		if err != nil {
-			return err
-		}
-		row := vals // Values returns a fresh slice per row
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok && unknown[i] && utf8.Valid(b) && !bytes.ContainsRune(b, 0) {
-				v = string(b)
+		raw := rr.Values()
+		row := make([]any, len(raw))
+		for i, b := range raw {
+			var v any
+			if b != nil {
+				var err error
+				if v, err = decode[i](b); err != nil {
+					return fmt.Errorf("decode column %s: %w", fds[i].Name, err)
+				}
 			}
-			c, cut, size := sqldb.Cell(pgValue(v), lim.MaxCellBytes)
+			c, cut, size := sqldb.Cell(v, lim.MaxCellBytes)
 			row[i] = c
 			total += size
 			if cut {
@@ -290,8 +586,67 @@ func (db *DB) read(conn *pgx.Conn, rr *pgconn.ResultReader, lim sqldb.Limits, re
 		}
 		res.Rows = append(res.Rows, row)
 	}
-	rows.Close()
-	return rows.Err()
+	_, err := rr.Close()
+	return err
+}
+
+// decoder turns one non-NULL cell's wire bytes into a Go value.
+type decoder func(raw []byte) (any, error)
+
+// pgxDecoded are the types (and arrays of them) whose pgx value has a
+// plain form in the tools.Table convention: time.Time for dates and
+// timestamps, []byte for bytea, JSON text for json, jsonb and arrays.
+var pgxDecoded = map[uint32]bool{
+	pgtype.DateOID: true, pgtype.TimestampOID: true, pgtype.TimestamptzOID: true, pgtype.ByteaOID: true,
+	pgtype.JSONOID: true, pgtype.JSONBOID: true,
+	pgtype.BoolArrayOID: true, pgtype.Int2ArrayOID: true, pgtype.Int4ArrayOID: true, pgtype.Int8ArrayOID: true,
+	pgtype.Float4ArrayOID: true, pgtype.Float8ArrayOID: true, pgtype.NumericArrayOID: true,
+	pgtype.TextArrayOID: true, pgtype.VarcharArrayOID: true, pgtype.BPCharArrayOID: true, pgtype.NameArrayOID: true,
+	pgtype.DateArrayOID: true, pgtype.TimestampArrayOID: true, pgtype.TimestamptzArrayOID: true,
+	pgtype.JSONArrayOID: true, pgtype.JSONBArrayOID: true, pgtype.UUIDArrayOID: true,
+}
+
+// decoderFor returns how a column of type oid becomes a Go value:
+// booleans, integers and floating-point numbers (numeric included) are
+// parsed; text types are strings; the types in pgxDecoded go through
+// pgx's codec; every other type, known to pgx or not (tsvector,
+// intervals, ranges, geometric and network types, enums, composites,
+// money, xml, arrays of these), is the server's own text form.
+func decoderFor(m *pgtype.Map, oid uint32, format int16) decoder {
+	if format != pgx.TextFormatCode {
+		// Not sent by run; kept correct should a caller bind binary.
+		t, ok := m.TypeForOID(oid)
+		if !ok {
+			return func(raw []byte) (any, error) { return append([]byte(nil), raw...), nil }
+		}
+		return func(raw []byte) (any, error) {
+			v, err := t.Codec.DecodeValue(m, oid, format, raw)
+			return pgValue(v), err
+		}
+	}
+	switch oid {
+	case pgtype.BoolOID:
+		return func(raw []byte) (any, error) { return len(raw) > 0 && raw[0] == 't', nil }
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.OIDOID:
+		return func(raw []byte) (any, error) { return strconv.ParseInt(string(raw), 10, 64) }
+	case pgtype.Float4OID, pgtype.Float8OID, pgtype.NumericOID:
+		// ParseFloat rounds the decimal text correctly and reads NaN and
+		// ±Infinity; a numeric beyond float64 becomes ±Inf.
+		return func(raw []byte) (any, error) {
+			f, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return nil, err
+			}
+			return f, nil
+		}
+	}
+	if t, ok := m.TypeForOID(oid); ok && pgxDecoded[oid] {
+		return func(raw []byte) (any, error) {
+			v, err := t.Codec.DecodeValue(m, oid, pgx.TextFormatCode, raw)
+			return pgValue(v), err
+		}
+	}
+	return func(raw []byte) (any, error) { return string(raw), nil }
 }
 
 // pgValue converts pgx's own types to plain Go values.
@@ -312,49 +667,12 @@ func pgValue(v any) any {
 			return nil
 		}
 		return f.Float64
-	case pgtype.Interval:
-		if !x.Valid {
-			return nil
-		}
-		v, _ := x.Value()
-		return v
-	case pgtype.Time:
-		if !x.Valid {
-			return nil
-		}
-		v, _ := x.Value()
-		return v
-	case pgtype.Range[any]:
-		if !x.Valid {
-			return nil
-		}
-		if x.LowerType == pgtype.Empty {
-			return "empty"
-		}
-		var b strings.Builder
-		if x.LowerType == pgtype.Inclusive {
-			b.WriteByte('[')
-		} else {
-			b.WriteByte('(')
-		}
-		if x.LowerType != pgtype.Unbounded {
-			b.WriteString(tools.FormatCell(pgValue(x.Lower)))
-		}
-		b.WriteByte(',')
-		if x.UpperType != pgtype.Unbounded {
-			b.WriteString(tools.FormatCell(pgValue(x.Upper)))
-		}
-		if x.UpperType == pgtype.Inclusive {
-			b.WriteByte(']')
-		} else {
-			b.WriteByte(')')
-		}
-		return b.String()
+	case pgtype.InfinityModifier:
+		return x.String()
 	}
 	return v
 }
 
-// typeName names a type pgx does not know, once per OID.
 var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // fastFloat converts numerics whose digits and exponent are exact in
@@ -374,6 +692,7 @@ func fastFloat(n pgtype.Numeric) (float64, bool) {
 	return float64(i) * pow10[n.Exp], true
 }
 
+// typeName names a type pgx does not know, once per OID.
 func (db *DB) typeName(ctx context.Context, conn *pgx.Conn, oid uint32) string {
 	if n, ok := db.types.Load(oid); ok {
 		return n.(string)

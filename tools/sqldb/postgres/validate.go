@@ -1,77 +1,40 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bichat-go/bichat/tools/sqldb"
 )
 
-// DefaultDeniedFunctions is the deny list used when Policy.DeniedFunctions
-// is nil. A statement that calls any of these anywhere (select list, FROM,
-// WHERE, ORDER BY, subqueries, lateral joins, CTEs) is rejected. Entries are
-// lower-case names; a trailing "*" matches a prefix and a leading "*" a
-// suffix. Names are compared without their schema, so pg_catalog.pg_sleep
-// and "pg_sleep" are the same function.
+// DefaultDeniedFunctions is the name-pattern deny list this package used
+// before the function policy became default-deny.
 //
-// The families:
-//   - files and server access: pg_read_file, pg_read_binary_file, pg_ls_dir
-//     and the other pg_ls_* listings, pg_stat_file, adminpack's pg_file_*,
-//     pg_logdir_ls, pg_current_logfile, pg_relation_filepath,
-//     pg_tablespace_location, large objects (lo_*, loread, lowrite), dblink*;
-//   - SQL run from a string (which would escape this check): query_to_xml
-//     and the other *_to_xml* dumps, ts_stat;
-//   - administration: pg_terminate_backend, pg_cancel_backend,
-//     pg_signal_backend, pg_reload_conf, pg_rotate_logfile, pg_promote,
-//     pg_switch_wal, pg_create_* (restore points, replication slots),
-//     pg_drop_replication_slot, pg_copy_*, pg_replication_*, pg_logical_*,
-//     pg_wal_replay_*, pg_backup_*, pg_start_backup, pg_stop_backup,
-//     pg_log_backend_memory_contexts, *_reset (statistics resets),
-//     pg_import_system_collations, binary_upgrade_*, set_config, pg_notify,
-//     pg_advisory_* and pg_try_advisory_* locks;
-//   - sequences: nextval, setval, currval, lastval;
-//   - sleeping: pg_sleep, pg_sleep_for, pg_sleep_until, and the names
-//     time-based and shell attacks use on other databases (sleep,
-//     benchmark, system), in case an extension or a user defined them;
-//   - transaction ids that assign one: txid_current, pg_current_xact_id,
-//     pg_export_snapshot;
-//   - server and session information an analysis never needs: version,
-//     current_setting, pg_show_all_settings, pg_show_all_file_settings,
-//     pg_hba_file_rules, pg_ident_file_mappings, pg_config,
-//     pg_stat_get_activity, pg_stat_get_backend_*, inet_server_addr,
-//     inet_server_port, inet_client_addr, inet_client_port,
-//     pg_postmaster_start_time, pg_conf_load_time, pg_backend_pid,
-//     current_user, session_user, user, current_role, getpgusername,
-//     current_database, current_catalog, current_schema, current_schemas.
-//
-// Functions reached through operators, casts or views are not visible to
-// the parser; the read-only transaction, the statement timeout and the
-// database user's privileges are the layers behind this one.
+// Deprecated: functions are now refused unless policy.txt (embedded in the
+// package) or Policy.AllowFunctions allows them, so this list no longer
+// decides anything by default. It is kept so that code which built
+// Policy.DeniedFunctions from it still compiles; passing it denies these
+// patterns on top of the allowlist, which is harmless. To allow a function
+// use Policy.AllowFunctions; to refuse one use Policy.DeniedFunctions.
 var DefaultDeniedFunctions = []string{
-	// files and server access
 	"pg_read_file", "pg_read_binary_file", "pg_ls_*", "pg_stat_file", "pg_file_*", "pg_logdir_ls",
 	"pg_current_logfile", "pg_relation_filepath", "pg_tablespace_location",
 	"lo_*", "loread", "lowrite", "dblink*",
-	// SQL from a string
-	"*_to_xml*", "ts_stat",
-	// administration
+	"*_to_xml*", "ts_stat", "ts_rewrite",
 	"pg_terminate_backend", "pg_cancel_backend", "pg_signal_backend", "pg_reload_conf", "pg_rotate_logfile",
 	"pg_promote", "pg_switch_wal", "pg_create_*", "pg_drop_replication_slot", "pg_copy_*", "pg_replication_*",
 	"pg_logical_*", "pg_wal_replay_*", "pg_backup_*", "pg_start_backup", "pg_stop_backup",
-	"pg_log_backend_memory_contexts", "*_reset", "pg_import_system_collations", "binary_upgrade_*",
+	"pg_log_backend_memory_contexts", "*_reset", "pg_stat_reset*", "pg_import_system_collations", "binary_upgrade_*",
 	"set_config", "pg_notify", "pg_advisory_*", "pg_try_advisory_*",
-	// sequences
 	"nextval", "setval", "currval", "lastval",
-	// sleeping (and other databases' sleep and shell functions, should a
-	// extension or a user define them here)
 	"pg_sleep", "pg_sleep_for", "pg_sleep_until", "sleep", "benchmark", "system",
-	// transaction ids
 	"txid_current", "pg_current_xact_id", "pg_export_snapshot",
-	// server and session information
 	"version", "current_setting", "pg_show_all_settings", "pg_show_all_file_settings", "pg_hba_file_rules",
 	"pg_ident_file_mappings", "pg_config", "pg_stat_get_activity", "pg_stat_get_backend_*",
 	"inet_server_addr", "inet_server_port", "inet_client_addr", "inet_client_port",
@@ -81,18 +44,58 @@ var DefaultDeniedFunctions = []string{
 }
 
 // Policy configures the statement check. The zero value is the safe
-// default: DefaultDeniedFunctions, no system catalogs, search_path public.
+// default: only the functions, operators and cast target types that the
+// embedded policy.txt allows, no system catalogs, search_path public.
+//
+// The function policy is default-deny. policy.txt lists every function of
+// PostgreSQL 15 (and what 16 and 17 add) with its family: aggregates,
+// window, math, string, date/time, formatting, json/jsonb, array, range,
+// network, full-text search without query text, geometric, uuid, xml
+// values, ... are allowed; functions that run a query given as text
+// (ts_rewrite(query, text), ts_stat, query_to_xml, cursor_to_xml), read a
+// table named by an argument (table_to_xml), open connections, touch
+// files or large objects, take locks, use sequences, read or change
+// settings, read or reset statistics, control replication, signal or
+// describe backends or read the catalogs are denied with a reason that
+// the error names. Operators are allowed by name when every
+// implementation of that name is an allowed function; casts and column
+// definition lists by their target type (reg* types such as regclass,
+// whose input looks objects up by name, are denied). A function, operator
+// or type that is not listed is refused.
+//
+// Migrating from the deny-list policy: DeniedFunctions used to replace
+// the default deny list and now adds to the default-deny policy, so an
+// empty or replacing list no longer allows anything; a host that relied
+// on that to call a function (its own, or one policy.txt denies) lists it
+// in AllowFunctions instead.
 type Policy struct {
-	// DeniedFunctions replaces DefaultDeniedFunctions when non-nil (use
-	// an empty, non-nil slice to deny nothing). Extend the default with
-	// append(slices.Clone(DefaultDeniedFunctions), "my_func").
+	// AllowFunctions extends the allowlist with the host's own functions:
+	// "name" allows an unqualified or any schema-qualified call of that
+	// name, "schema.name" only calls qualified with that schema (calls
+	// qualified with a schema other than pg_catalog always need an entry
+	// here). A name policy.txt denies is allowed when listed here: the
+	// host takes responsibility for it.
+	AllowFunctions []string
+	// DeniedFunctions refuses these function names on top of the
+	// allowlist (it wins over AllowFunctions). Entries are lower-case names
+	// compared without schema; a trailing "*" matches a prefix, a leading
+	// "*" a suffix, both a substring.
 	DeniedFunctions []string
+	// AllowOperators extends the operator allowlist with the host's own
+	// operators ("&&&" or "schema.&&&"), e.g. an extension's.
+	AllowOperators []string
+	// AllowTypes extends the cast target types with the host's own types
+	// ("order_status" or "sales.order_status"): enums, domains, composite
+	// types. Allow a domain only when its CHECK constraints call nothing
+	// a query must not call.
+	AllowTypes []string
 	// AllowSystemCatalogs allows reading relations in pg_catalog,
 	// information_schema and the other pg_* schemas (and unqualified pg_*
 	// names, which PostgreSQL resolves in pg_catalog first). They are
 	// refused by default: they describe roles, settings, other sessions'
 	// queries and the server, and introspection already gives the agent
-	// the schema it needs.
+	// the schema it needs. It does not allow catalog functions or reg*
+	// casts; list those in AllowFunctions and AllowTypes.
 	AllowSystemCatalogs bool
 	// SearchPath resolves unqualified relation names for the allowlist
 	// (default ["public"]); the adapter also runs each statement with
@@ -109,21 +112,21 @@ type Validator struct {
 	prefixes   []string
 	suffixes   []string
 	contains   []string
+	allowFn    map[string]bool
+	allowOp    map[string]bool
+	allowType  map[string]bool
 	catalogs   bool
 	searchPath []string
 }
 
 // NewValidator compiles p.
 func NewValidator(p Policy) *Validator {
-	deny := p.DeniedFunctions
-	if deny == nil {
-		deny = DefaultDeniedFunctions
-	}
-	v := &Validator{exact: make(map[string]bool), catalogs: p.AllowSystemCatalogs, searchPath: p.SearchPath}
+	v := &Validator{exact: make(map[string]bool), catalogs: p.AllowSystemCatalogs, searchPath: p.SearchPath,
+		allowFn: lowerSet(p.AllowFunctions), allowOp: lowerSet(p.AllowOperators), allowType: lowerSet(p.AllowTypes)}
 	if len(v.searchPath) == 0 {
 		v.searchPath = []string{"public"}
 	}
-	for _, d := range deny {
+	for _, d := range p.DeniedFunctions {
 		d = strings.ToLower(strings.TrimSpace(d))
 		switch {
 		case d == "":
@@ -140,13 +143,30 @@ func NewValidator(p Policy) *Validator {
 	return v
 }
 
+func lowerSet(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+			m[n] = true
+		}
+	}
+	return m
+}
+
 // SearchPath returns the schemas unqualified names resolve against.
 func (v *Validator) SearchPath() []string { return slices.Clone(v.searchPath) }
 
-// Denied reports whether the function called name (without schema) is on
-// the deny list.
+// Denied reports whether an unqualified call of the function name is
+// refused: it is not allowed by policy.txt or Policy.AllowFunctions, or
+// Policy.DeniedFunctions matches it. A name policy.txt allows only with
+// some argument counts (ts_rewrite) counts as denied.
 func (v *Validator) Denied(name string) bool {
-	name = strings.ToLower(name)
+	ok, _ := v.funcVerdict("", name, -1, false)
+	return !ok
+}
+
+// hostDenied reports whether Policy.DeniedFunctions matches name.
+func (v *Validator) hostDenied(name string) bool {
 	if v.exact[name] {
 		return true
 	}
@@ -168,6 +188,85 @@ func (v *Validator) Denied(name string) bool {
 	return false
 }
 
+// funcVerdict decides a call of schema.name with nargs arguments (-1:
+// unknown); when it is refused, why says so for the error message.
+func (v *Validator) funcVerdict(schema, name string, nargs int, variadic bool) (ok bool, why string) {
+	schema, name = strings.ToLower(schema), strings.ToLower(name)
+	if v.hostDenied(name) {
+		return false, "denied by the host's policy"
+	}
+	if v.allowFn[name] || schema != "" && v.allowFn[schema+"."+name] {
+		return true, ""
+	}
+	if schema != "" && schema != "pg_catalog" {
+		return false, "not on the list of allowed functions"
+	}
+	if byArgs, ok := builtins.arity[name]; ok {
+		r, found := byArgs[nargs]
+		switch {
+		case variadic:
+			return false, "not allowed with VARIADIC arguments"
+		case !found && nargs < 0:
+			return false, "allowed only with some argument counts"
+		case !found:
+			return false, fmt.Sprintf("not allowed with %d arguments", nargs)
+		case !r.allow:
+			return false, r.describe()
+		}
+		return true, ""
+	}
+	r, found := builtins.funcs[name]
+	switch {
+	case !found:
+		return false, "not on the list of allowed functions"
+	case !r.allow:
+		return false, r.describe()
+	}
+	return true, ""
+}
+
+// opVerdict decides an operator (schema may be empty).
+func (v *Validator) opVerdict(schema, op string) (ok bool, why string) {
+	schema = strings.ToLower(schema)
+	if v.allowOp[op] || schema != "" && v.allowOp[schema+"."+op] {
+		return true, ""
+	}
+	if schema != "" && schema != "pg_catalog" {
+		return false, "not on the list of allowed operators"
+	}
+	r, found := builtins.ops[op]
+	switch {
+	case !found:
+		return false, "not on the list of allowed operators"
+	case !r.allow:
+		return false, r.describe()
+	}
+	return true, ""
+}
+
+// typeVerdict decides a cast target or column definition type.
+func (v *Validator) typeVerdict(schema, name string) (ok bool, why string) {
+	schema, name = strings.ToLower(schema), strings.ToLower(name)
+	if v.allowType[name] || schema != "" && v.allowType[schema+"."+name] {
+		return true, ""
+	}
+	if schema != "" && schema != "pg_catalog" {
+		return false, "not on the list of allowed types"
+	}
+	r, found := builtins.types[name]
+	if !found && strings.HasPrefix(name, "_") {
+		// _int4 is the array type of int4.
+		r, found = builtins.types[name[1:]]
+	}
+	switch {
+	case !found:
+		return false, "not on the list of allowed types"
+	case !r.allow:
+		return false, r.describe()
+	}
+	return true, ""
+}
+
 // Statement is a statement that passed the check.
 type Statement struct {
 	// SQL is the statement's text without a trailing semicolon or
@@ -181,16 +280,19 @@ type Statement struct {
 // Validate parses sql with the PostgreSQL parser and accepts exactly one
 // statement whose root is a SELECT (plain, WITH, set operations, VALUES)
 // that contains no data-modifying statement, no SELECT INTO, no locking
-// clause, no denied function and no system catalog (unless allowed).
+// clause, no system catalog (unless allowed), and only functions,
+// operators and cast types the policy allows (policy.txt plus the
+// Policy's additions, minus Policy.DeniedFunctions).
 // When tables is not empty, every relation read must be in it
 // (schema-qualified; bare entries are taken to be in the first schema of
 // the search path). The error is an *sqldb.Error of kind
-// sqldb.KindRejected, or of kind sqldb.KindSyntax when sql does not parse.
+// sqldb.KindRejected, or of kind sqldb.KindSyntax when sql does not parse,
+// with Position (1-based, in characters) and the statement's line with a
+// caret under it in Message.
 func (v *Validator) Validate(sql string, tables []string) (*Statement, error) {
 	tree, err := pg_query.Parse(sql)
 	if err != nil {
-		msg := err.Error()
-		return nil, &sqldb.Error{Kind: sqldb.KindSyntax, Message: msg, Hint: "fix the SQL syntax; the database is PostgreSQL"}
+		return nil, syntaxError(sql, err)
 	}
 	switch len(tree.Stmts) {
 	case 0:
@@ -285,13 +387,58 @@ type walker struct {
 	rels  map[string]bool
 }
 
+// sqlValueNames names the SQL keywords that are functions (CURRENT_USER,
+// LOCALTIMESTAMP(3), ...) as policy.txt lists them.
 var sqlValueNames = map[pg_query.SQLValueFunctionOp]string{
-	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_ROLE:    "current_role",
-	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_USER:    "current_user",
-	pg_query.SQLValueFunctionOp_SVFOP_USER:            "user",
-	pg_query.SQLValueFunctionOp_SVFOP_SESSION_USER:    "session_user",
-	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG: "current_catalog",
-	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:  "current_schema",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_DATE:        "current_date",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME:        "current_time",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N:      "current_time",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP:   "current_timestamp",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N: "current_timestamp",
+	pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME:           "localtime",
+	pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME_N:         "localtime",
+	pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:      "localtimestamp",
+	pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:    "localtimestamp",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_ROLE:        "current_role",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_USER:        "current_user",
+	pg_query.SQLValueFunctionOp_SVFOP_USER:                "user",
+	pg_query.SQLValueFunctionOp_SVFOP_SESSION_USER:        "session_user",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:     "current_catalog",
+	pg_query.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:      "current_schema",
+}
+
+// tableSampleMethods are the built-in TABLESAMPLE methods; others (an
+// extension's) need Policy.AllowFunctions.
+var tableSampleMethods = map[string]bool{"system": true, "bernoulli": true}
+
+const funcHint = "use only ordinary functions on the data (aggregates, window functions, math, text, date/time, formatting, JSON, arrays, ranges); functions that run SQL from text or reach files, the server, sessions or catalogs are refused"
+
+// qualifiedName splits a parser name list into schema and name.
+func qualifiedName(names []*pg_query.Node) (schema, name string) {
+	switch k := len(names); {
+	case k == 0:
+		return "", ""
+	case k == 1:
+		return "", names[0].GetString_().GetSval()
+	default:
+		return names[k-2].GetString_().GetSval(), names[k-1].GetString_().GetSval()
+	}
+}
+
+func display(schema, name string) string {
+	if schema == "" {
+		return name
+	}
+	return schema + "." + name
+}
+
+// operator checks an operator name list (A_Expr, SubLink, ORDER BY USING).
+func (w *walker) operator(names []*pg_query.Node) error {
+	schema, op := qualifiedName(names)
+	if ok, why := w.v.opVerdict(schema, op); !ok {
+		return sqldb.Rejected(fmt.Sprintf("operator %s is not allowed (%s)", display(schema, op), why), "use the ordinary comparison, arithmetic, text, pattern, JSON, array and range operators")
+	}
+	return nil
 }
 
 // message checks one node and recurses into its fields.
@@ -308,16 +455,54 @@ func (w *walker) message(m protoreflect.Message, sc *scope) error {
 			return w.with(m, n, sc)
 		}
 	case *pg_query.FuncCall:
-		name := ""
-		if k := len(n.Funcname); k > 0 {
-			name = n.Funcname[k-1].GetString_().GetSval()
-		}
-		if w.v.Denied(name) {
-			return sqldb.Rejected(fmt.Sprintf("function %s is not allowed", name), "use only ordinary functions on the data; file, network, administration, sleep, sequence, lock and server-information functions are refused")
+		schema, name := qualifiedName(n.Funcname)
+		if ok, why := w.v.funcVerdict(schema, name, len(n.Args), n.FuncVariadic); !ok {
+			return sqldb.Rejected(fmt.Sprintf("function %s is not allowed (%s)", display(schema, name), why), funcHint)
 		}
 	case *pg_query.SQLValueFunction:
-		if name, ok := sqlValueNames[n.Op]; ok && w.v.Denied(name) {
-			return sqldb.Rejected(fmt.Sprintf("%s is not allowed", strings.ToUpper(name)), "session and server information is not available to queries")
+		name := sqlValueNames[n.Op]
+		if ok, why := w.v.funcVerdict("", name, 0, false); !ok || name == "" {
+			return sqldb.Rejected(fmt.Sprintf("%s is not allowed (%s)", strings.ToUpper(name), why), "session and server information is not available to queries")
+		}
+	case *pg_query.A_Expr:
+		switch n.Kind {
+		case pg_query.A_Expr_Kind_AEXPR_BETWEEN, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN,
+			pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
+			// Named "BETWEEN"...; PostgreSQL rewrites it to >= and <=.
+		default:
+			if err := w.operator(n.Name); err != nil {
+				return err
+			}
+		}
+	case *pg_query.SubLink:
+		if len(n.OperName) > 0 {
+			if err := w.operator(n.OperName); err != nil {
+				return err
+			}
+		}
+	case *pg_query.SortBy:
+		if len(n.UseOp) > 0 {
+			if err := w.operator(n.UseOp); err != nil {
+				return err
+			}
+		}
+	case *pg_query.TypeName:
+		if n.PctType {
+			return sqldb.Rejected("%TYPE references are not allowed", "cast to a type by name")
+		}
+		if len(n.Names) > 0 {
+			schema, name := qualifiedName(n.Names)
+			if ok, why := w.v.typeVerdict(schema, name); !ok {
+				return sqldb.Rejected(fmt.Sprintf("type %s is not allowed here (%s)", display(schema, name), why), "cast to ordinary data types (numbers, text, dates, timestamps, intervals, boolean, json, uuid, arrays of them)")
+			}
+		}
+	case *pg_query.RangeTableSample:
+		schema, name := qualifiedName(n.Method)
+		lname := strings.ToLower(name)
+		builtin := (schema == "" || schema == "pg_catalog") && tableSampleMethods[lname]
+		hostAllowed := w.v.allowFn[lname] || schema != "" && w.v.allowFn[strings.ToLower(schema)+"."+lname]
+		if w.v.hostDenied(lname) || !builtin && !hostAllowed {
+			return sqldb.Rejected(fmt.Sprintf("TABLESAMPLE method %s is not allowed", display(schema, name)), "use TABLESAMPLE SYSTEM or BERNOULLI")
 		}
 	case *pg_query.RangeVar:
 		if err := w.relation(n, sc); err != nil {
@@ -417,4 +602,20 @@ func (w *walker) relation(r *pg_query.RangeVar, sc *scope) error {
 	}
 	w.rels[full] = true
 	return nil
+}
+
+// syntaxError turns a parser error into a KindSyntax error that points at
+// the parser's position, with the statement's line and a caret under it,
+// the way psql shows the server's errors.
+func syntaxError(sql string, err error) *sqldb.Error {
+	e := &sqldb.Error{Kind: sqldb.KindSyntax, Message: err.Error(), Hint: "fix the SQL syntax near the marked position; the database is PostgreSQL"}
+	var pe *pgparser.Error
+	if errors.As(err, &pe) {
+		e.Message = pe.Message
+		if pe.Cursorpos > 0 {
+			e.Position = pe.Cursorpos
+			e.Locate(sql)
+		}
+	}
+	return e
 }

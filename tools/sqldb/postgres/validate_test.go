@@ -172,14 +172,19 @@ func TestValidateAllowlist(t *testing.T) {
 
 func TestValidatePolicy(t *testing.T) {
 	t.Parallel()
-	// System catalogs can be allowed; the deny list can be replaced.
-	v := NewValidator(Policy{AllowSystemCatalogs: true, DeniedFunctions: []string{"my_*", "secret_fn"}})
+	// System catalogs can be allowed; the host allows its own functions
+	// (and may allow one policy.txt denies) and denies more on top, and
+	// the deny patterns win.
+	v := NewValidator(Policy{AllowSystemCatalogs: true, AllowFunctions: []string{"version", "not_my_func", "my_func", "secret_fn"}, DeniedFunctions: []string{"my_*", "secret_fn"}})
 	for q, ok := range map[string]bool{
 		"SELECT * FROM pg_class":             true,
 		"SELECT version()":                   true,
 		"SELECT my_func()":                   false,
 		"SELECT public.secret_fn(1)":         false,
 		"SELECT not_my_func()":               true,
+		"SELECT public.not_my_func()":        true,
+		"SELECT other_func()":                false, // default deny
+		"SELECT pg_sleep(1)":                 false,
 		"SELECT * FROM x FOR UPDATE":         false, // structural rules stay
 		"SELECT 1 INTO t":                    false,
 		"WITH d AS (DELETE FROM x) SELECT 1": false,
