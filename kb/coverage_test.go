@@ -3,6 +3,7 @@ package kb
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/bichat-go/bichat/domain"
@@ -79,5 +80,47 @@ func TestCoverageRanksWideTablesAndJoinPairs(t *testing.T) {
 	s.mu.RUnlock()
 	if !fresh || len(hits) == 0 || hits[0].Dataset.Name != "geo.city" {
 		t.Fatalf("after Put: snapshot fresh %v, hits %v", fresh, hits)
+	}
+}
+
+// TestCoverageRankBitIdentical: the IDF weights of the question's terms
+// are summed in the question's order, never in map order, so the same
+// question scores the same candidates with the same bits on every call,
+// and equal scores keep the candidates' order.
+func TestCoverageRankBitIdentical(t *testing.T) {
+	t.Parallel()
+	words := []string{"revenue", "region", "quarter", "customer", "month", "refund", "invoice", "shipment", "warehouse", "inventory", "supplier", "budget"}
+	c := &coverage{terms: map[string][]string{}, df: map[string]int{}, n: 40, adj: map[string][]string{}}
+	var cands []Ranked
+	for i := range 40 {
+		name := fmt.Sprintf("d%02d", i)
+		var ts []string
+		for j, w := range words {
+			if (i>>(j%6))&1 == 1 || j%(i%5+2) == 0 {
+				ts = append(ts, Stem(w))
+			}
+		}
+		c.terms[name] = ts
+		for _, t := range ts {
+			c.df[t]++
+		}
+		cands = append(cands, Ranked{Name: name})
+	}
+	c.adj["d03"] = []string{"d04", "d17"}
+	q := "revenue region quarter customer month refund invoice shipment warehouse inventory supplier budget"
+	want := c.rank(q, cands)
+	if len(want) < 10 {
+		t.Fatalf("rank = %v, want most candidates", want)
+	}
+	for i := range 300 {
+		got := c.rank(q, cands)
+		if len(got) != len(want) {
+			t.Fatalf("call %d: %d entries, first call %d", i+1, len(got), len(want))
+		}
+		for j := range got {
+			if got[j].Name != want[j].Name || math.Float64bits(got[j].Score) != math.Float64bits(want[j].Score) {
+				t.Fatalf("call %d, entry %d: %s %v, first call %s %v", i+1, j, got[j].Name, got[j].Score, want[j].Name, want[j].Score)
+			}
+		}
 	}
 }

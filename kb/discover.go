@@ -10,6 +10,10 @@ import (
 
 // DiscoverOptions configures Discover. The zero value is the tuned
 // default: 10 hits with join-hint expansion from the 4 strongest.
+//
+// Only K changes between two calls that differ in K alone, and the pool
+// does not depend on it (below Pool): Discover with K = 5 returns the
+// first five hits of Discover with K = 10, scores included.
 type DiscoverOptions struct {
 	// K is the number of datasets returned; default 10.
 	K int
@@ -22,9 +26,14 @@ type DiscoverOptions struct {
 	// (summed over the strong hits it joins); default 0.5.
 	Lift float64
 	// Pool is how many search hits are considered before expansion and
-	// re-ranking; default 3K.
+	// re-ranking; default DefaultDiscoverPool, and at least K.
 	Pool int
 }
+
+// DefaultDiscoverPool is Discover's default pool: the search hits
+// considered before join-hint expansion. It is fixed rather than a
+// multiple of K so that a smaller K returns a prefix of a larger one.
+const DefaultDiscoverPool = 30
 
 // Discovery is what the service hands the context builder before a
 // question: the datasets most likely needed and the join hints among them.
@@ -65,8 +74,9 @@ func Discover(ctx context.Context, cat Catalog, scope Scope, question string, op
 	}
 	pool := opts.Pool
 	if pool <= 0 {
-		pool = 3 * k
+		pool = DefaultDiscoverPool
 	}
+	pool = max(pool, k)
 	if opts.NoExpand {
 		pool = k
 	}

@@ -34,6 +34,23 @@
 // scores, so a bridge table between two hits moves up), and the join
 // hints among the result.
 //
+// # Deterministic rankings
+//
+// The same datasets and the same question give the same ranked list,
+// scores included, on every call and after a rebuild (even one that puts
+// the datasets in another order). Every step is ordered with ties broken
+// by name: BM25 hits are ranked by their score at float32 precision
+// (Bleve numbers documents in the order a batch's concurrent analysis
+// finishes, breaks its own ties by that number and sums term scores in
+// an order that depends on it), the embedder and the coverage ranking
+// sum in a fixed order (never map order), and fusion and expansion sort
+// by score then name. Asking for fewer hits returns a prefix of a longer
+// list: Search ranks max(CatalogOptions.Candidates, k) candidates per
+// side (DefaultCandidates), Discover considers a pool of
+// DefaultDiscoverPool hits whatever its K, so Discover with K = 5 is the
+// first five of Discover with K = 10. kbtest.CheckRankings checks all of
+// this for any Catalog.
+//
 // # Embeddings
 //
 // HashEmbedder is the offline default Embedder: feature hashing of

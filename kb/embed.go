@@ -1,9 +1,11 @@
 package kb
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"math"
+	"slices"
 )
 
 // HashEmbedderOptions configures NewHashEmbedder. The zero value is the
@@ -110,7 +112,29 @@ func (e *HashEmbedder) Vector(text string) []float32 {
 		// a weighted sum of a word cosine and an n-gram cosine.
 		words, chars = vec[:e.dims/2], vec[e.dims/2:]
 	}
-	for f, w := range e.features(text) {
+	// Features that hash to the same dimension are summed in float32,
+	// so they are added in a fixed order (by hash), never in map order:
+	// otherwise the same text could embed to vectors differing in their
+	// last bits, and near-tied similarities would swap between runs.
+	feats := e.features(text)
+	keys := make([]feature, 0, len(feats))
+	for f := range feats {
+		keys = append(keys, f)
+	}
+	slices.SortFunc(keys, func(a, b feature) int {
+		if c := cmp.Compare(a.h, b.h); c != 0 {
+			return c
+		}
+		switch {
+		case a.char == b.char:
+			return 0
+		case b.char:
+			return -1
+		}
+		return 1
+	})
+	for _, f := range keys {
+		w := feats[f]
 		idf := float32(1)
 		if e.idf != nil {
 			var ok bool

@@ -109,3 +109,32 @@ func TestQuestionText(t *testing.T) {
 		}
 	}
 }
+
+// TestHashEmbedderBitIdentical: features that hash to the same dimension
+// are summed in a fixed order, so a text embeds to the same bits on every
+// call and with every embedder of the same options (a sum in map order
+// differs in its last bits from call to call, and near-tied similarities
+// then swap).
+func TestHashEmbedderBitIdentical(t *testing.T) {
+	t.Parallel()
+	text := "total revenue per customer region and quarter, with refunds, invoices, shipments and the warehouse inventory levels"
+	corpus := []string{text, "customer orders", "regional shipment refunds", "inventory of each warehouse"}
+	for _, dims := range []int{16, 64, 512} {
+		mk := func() *kb.HashEmbedder {
+			return kb.NewHashEmbedder(kb.HashEmbedderOptions{Dimensions: dims}).Fit(corpus)
+		}
+		e := mk()
+		want := e.Vector(text)
+		for i := range 200 {
+			if i%50 == 0 {
+				e = mk() // and with another embedder fitted alike
+			}
+			got := e.Vector(text)
+			for d := range got {
+				if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
+					t.Fatalf("dims %d, call %d: dimension %d is %v, first call %v", dims, i+1, d, got[d], want[d])
+				}
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/kb"
+	"github.com/bichat-go/bichat/kb/internal/bleverank"
 )
 
 // The schema-retrieval quality benchmark on Spider's development set:
@@ -243,6 +244,7 @@ func recall(qs []spiderQuestion, k int, rank func(q string, k int) []string) flo
 }
 
 // plainBM25 is the baseline: Bleve's BM25 over the table and column names
+// (ranked deterministically, ties by name, as the catalog ranks)
 // (Spider's natural-language names, so identifiers are already split into
 // words), nothing else. analyzer is standard.Name (lower-case, stop
 // words) or en.AnalyzerName (that plus English possessives and Porter
@@ -272,7 +274,7 @@ func newPlainBM25(tb testing.TB, ds []domain.Dataset, text []string, analyzer st
 func (p *plainBM25) rank(q string, k int) []string {
 	mq := bleve.NewMatchQuery(q)
 	mq.SetField("text")
-	res, err := p.idx.Search(bleve.NewSearchRequestOptions(mq, k, 0, false))
+	res, err := bleverank.Search(context.Background(), p.idx, bleve.NewSearchRequestOptions(mq, k, 0, false))
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,11 @@
 // with BM25 over title (boosted), content and tags, with English
 // stemming; rare query words (likely typos) also match words one edit
 // away; each hit carries highlighted snippets ([Snippet], with byte spans
-// a host can render safely, or [Snippet.Mark] for Markdown).
+// a host can render safely, or [Snippet.Mark] for Markdown). Rankings
+// are deterministic: scores are compared at float32 precision and equal
+// scores are ordered by document id, so two indexes of the same documents
+// (added in any order or batches) return the same hits in the same
+// order, and a smaller Limit returns a prefix of a larger one.
 //
 // Indexes live in memory by default, or on disk under [Options.Dir]
 // (reopened by the next Index on the same directory). [Index.Rebuild]

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/kb"
+	"github.com/bichat-go/bichat/kb/internal/bleverank"
 )
 
 // Searcher finds documents. *Index implements it; the kb_search tool
@@ -184,9 +185,12 @@ func (x *Index) Search(ctx context.Context, scope kb.Scope, q string, opts Searc
 		// Phase one ranks without term locations, which would be read
 		// for every matching document; phase two reads them for the hits
 		// only.
+		// Ranked by score at float32 precision, ties by document ID, so
+		// two builds of the same documents (whose internal order Bleve
+		// does not keep) return the same hits in the same order.
 		req := bleve.NewSearchRequestOptions(q, opts.Limit, 0, false)
 		req.Fields = storedFields
-		sr, err := idx.SearchInContext(ctx, req)
+		sr, err := bleverank.Search(ctx, idx, req)
 		if err != nil {
 			return fmt.Errorf("docs: search scope %s: %w", scope, err)
 		}

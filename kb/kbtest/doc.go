@@ -2,8 +2,11 @@
 // scoping (nothing crosses tenants or ontologies, invalid scopes are
 // rejected), search (identifier splitting, stemming, vector similarity
 // for misspellings, ordering, fallback), details, relationships in both
-// directions, list, put/replace/delete and backfill, and kb.Discover on
-// top. An implementation's tests call RunCatalogTests with a constructor
+// directions, list, put/replace/delete and backfill, kb.Discover on
+// top, and deterministic rankings (two builds of a catalog full of ties,
+// NearTies, rank every question identically on every repeat, and a
+// smaller k returns a prefix; CheckRankings runs the same check on any
+// pair of catalogs). An implementation's tests call RunCatalogTests with a constructor
 // of fresh, empty catalogs that embed definitions (any kb.Embedder):
 //
 //	func TestConformance(t *testing.T) {

@@ -55,6 +55,7 @@ func RunCatalogTests(t *testing.T, newCatalog func(t *testing.T) kb.Catalog) {
 	t.Run("ReplaceAndDelete", func(t *testing.T) { testReplaceDelete(t, newCatalog(t)) })
 	t.Run("Backfill", func(t *testing.T) { testBackfill(t, newCatalog(t)) })
 	t.Run("Discover", func(t *testing.T) { testDiscover(t, newCatalog(t)) })
+	t.Run("DeterministicRankings", func(t *testing.T) { testDeterministic(t, newCatalog) })
 }
 
 var (

@@ -16,6 +16,11 @@
 // query asks for candidates×4 entries (capped) and keeps the scope's:
 // with many scopes sharing one database a scope's hits can be crowded out,
 // so give large tenants their own database (FromDriver's database).
+// Equal index scores are ordered by dataset name (the indexes return ties
+// in storage order) and the candidate count does not grow with k below
+// Options.Candidates, so rankings are deterministic and a search for
+// fewer hits is a prefix of one for more. Ties at the oversample cut are
+// the index's choice; a larger MaxOversample makes them rarer.
 //
 // All Cypher is constant and parameterised; reads run in read
 // transactions. The package talks to the driver through three small

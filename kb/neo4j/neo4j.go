@@ -54,7 +54,10 @@ type Options struct {
 	Bus *hooks.Bus
 	// RRFConstant for the fusion; default kb.DefaultRRFConstant.
 	RRFConstant float64
-	// Candidates per side before fusion; default max(50, 5k).
+	// Candidates per side before fusion; default kb.DefaultCandidates
+	// (50). A search for k hits
+	// ranks max(Candidates, k), so a search for fewer hits returns a
+	// prefix of one for more, up to Candidates.
 	Candidates int
 	// MaxOversample caps the vector and full-text index queries, which
 	// cover all scopes and are filtered afterwards: each asks for
@@ -126,10 +129,10 @@ const (
 		"RETURN a.name AS from, j.from_columns AS from_columns, b.name AS to, j.to_columns AS to_columns, j.description AS description"
 	cypherVectorSearch = "CALL db.index.vector.queryNodes('dataset_embedding', $oversample, $embedding) YIELD node, score " +
 		"WHERE node.tenant = $tenant AND node.ontology = $ontology " +
-		"RETURN node.name AS name, score ORDER BY score DESC LIMIT $limit"
+		"RETURN node.name AS name, score ORDER BY score DESC, name LIMIT $limit"
 	cypherFulltextSearch = "CALL db.index.fulltext.queryNodes('dataset_text', $query, {limit: $oversample}) YIELD node, score " +
 		"WHERE node.tenant = $tenant AND node.ontology = $ontology " +
-		"RETURN node.name AS name, score ORDER BY score DESC LIMIT $limit"
+		"RETURN node.name AS name, score ORDER BY score DESC, name LIMIT $limit"
 	cypherMissingEmbeddings = "MATCH (d:Dataset {tenant: $tenant, ontology: $ontology}) " +
 		"WHERE d.embedding IS NULL OR size(d.embedding) <> $dimensions RETURN d.name AS name, d.definition AS definition"
 	cypherSetEmbeddings = "UNWIND $rows AS row " +
@@ -505,8 +508,9 @@ func (c *Catalog) SearchWith(ctx context.Context, scope kb.Scope, q string, opts
 	}
 	cands := c.opts.Candidates
 	if cands <= 0 {
-		cands = max(50, 5*k)
+		cands = kb.DefaultCandidates
 	}
+	cands = max(cands, k)
 	over := min(cands*4, c.opts.MaxOversample)
 	var text, vec []kb.Ranked
 	terms := kb.Terms(q)
@@ -587,7 +591,14 @@ func ranked(recs []Record) []kb.Ranked {
 	for _, r := range recs {
 		out = append(out, kb.Ranked{Name: str(r["name"]), Score: num(r["score"])})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	// Equal scores are ordered by name: the indexes return them in
+	// storage order, which differs between two loads of the same data.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }
 

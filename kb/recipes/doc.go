@@ -10,7 +10,9 @@
 // tools/knowledge, which needs confirmation). [Memory.Recall] returns the
 // top matches for a new question: recipes whose datasets are in view and
 // unchanged (fingerprint match) first, then by cosine similarity of the
-// question embeddings (word overlap when there are none). The context
+// question embeddings (word overlap when there are none); ties go to
+// more successes, then more recent use, then question text, fingerprint
+// and id, so equal recipes always come back in the same order. The context
 // compiler receives them as memory blocks.
 //
 // [Memory] keeps recipes in memory, scoped by [kb.Scope], bounded per

@@ -267,7 +267,9 @@ type Match struct {
 }
 
 // Recall returns the best K recipes of scope for q: schema matches first,
-// then by similarity (ties: more successes, then more recently used). The
+// then by similarity (ties: more successes, then more recently used, then
+// by question text, fingerprint and id, so equal recipes always come back
+// in the same order). The
 // returned recipes count as used: they move to the front of the
 // eviction order and their LastUsedAt is updated.
 func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, error) {
@@ -349,6 +351,10 @@ func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, 
 			-cmp.Compare(a.Similarity, b.Similarity),
 			-cmp.Compare(ra.SuccessCount, rb.SuccessCount),
 			-ra.LastUsedAt.Compare(rb.LastUsedAt),
+			// Then by content, so that two memories holding the same
+			// recipes (under other random ids) rank them alike.
+			cmp.Compare(ra.Question, rb.Question),
+			cmp.Compare(ra.Fingerprint, rb.Fingerprint),
 			cmp.Compare(ra.ID, rb.ID),
 		)
 	})
