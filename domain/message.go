@@ -138,9 +138,16 @@ type Message struct {
 	Parts     []Part        `json:"parts"`
 	Status    MessageStatus `json:"status"`
 	// RunID is the run that claimed this message; empty while unclaimed.
-	RunID     string          `json:"run_id,omitempty"`
-	Metadata  MessageMetadata `json:"metadata"`
-	Citations []Citation      `json:"citations,omitempty"`
+	RunID string `json:"run_id,omitempty"`
+	// LeaseUntil is when the lease of the run generating this message
+	// ends unless renewed (see RunRepository); zero when no lease was
+	// taken. UpdateMessage leaves it unchanged.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// CancelRequested is set by RunRepository.RequestCancel while the
+	// message is generating. UpdateMessage leaves it unchanged.
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	Metadata        MessageMetadata `json:"metadata"`
+	Citations       []Citation      `json:"citations,omitempty"`
 	// Attachments are files the user sent with the message.
 	Attachments []Attachment `json:"attachments,omitempty"`
 	CreatedAt   time.Time    `json:"created_at"`

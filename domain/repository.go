@@ -64,6 +64,12 @@ type CheckpointRepository interface {
 	// DeleteCheckpoint removes the checkpoint of a message; ErrNotFound when
 	// there is none.
 	DeleteCheckpoint(ctx context.Context, tenantID, messageID string) error
+	// TakeExpiredCheckpoints atomically deletes and returns the
+	// checkpoints, in any tenant, whose ExpiresAt is set and before now,
+	// oldest expiry first, at most limit (0: no limit). Of concurrent
+	// callers each checkpoint goes to exactly one. The service's reaper
+	// then fails their messages with code "expired".
+	TakeExpiredCheckpoints(ctx context.Context, now time.Time, limit int) ([]Checkpoint, error)
 }
 
 // ArtifactRepository persists artifact metadata.
@@ -92,11 +98,18 @@ type RunEventRepository interface {
 
 // Repositories bundles the repositories of one store. Implementations that
 // cascade deletes across repositories (a session and its messages) must
-// share state, so they are created together.
+// share state, so they are created together. DeleteSession also removes
+// the session's results (Results).
 type Repositories struct {
 	Sessions    SessionRepository
 	Messages    MessageRepository
 	Checkpoints CheckpointRepository
 	Artifacts   ArtifactRepository
-	RunEvents   RunEventRepository
+	// RunEvents is the run log. When it also implements RunEventNotifier,
+	// watchers are woken on append instead of only polling.
+	RunEvents RunEventRepository
+	// Runs holds run leases and cancellation requests.
+	Runs RunRepository
+	// Results keeps named query results (result_1, ...) per session.
+	Results ResultRepository
 }

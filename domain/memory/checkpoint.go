@@ -3,6 +3,9 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/bichat-go/bichat/domain"
 )
@@ -95,4 +98,38 @@ func (s *Store) DeleteCheckpoint(ctx context.Context, tenantID, messageID string
 	}
 	delete(s.checkpoints, k)
 	return nil
+}
+
+// TakeExpiredCheckpoints removes and returns the checkpoints, in every
+// tenant, whose ExpiresAt is set and before now, oldest expiry first (ties
+// by message id), at most limit of them (0: no limit). Of concurrent
+// callers each checkpoint goes to exactly one.
+func (s *Store) TakeExpiredCheckpoints(ctx context.Context, now time.Time, limit int) ([]domain.Checkpoint, error) {
+	if err := checkCtx(ctx, "take expired checkpoints"); err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("memory: take expired checkpoints: %w", domain.Invalid("limit", "must not be negative"))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.Checkpoint
+	for _, cp := range s.checkpoints {
+		if !cp.ExpiresAt.IsZero() && cp.ExpiresAt.Before(now) {
+			out = append(out, *cp)
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.Checkpoint) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.MessageID, b.MessageID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	for _, cp := range out {
+		delete(s.checkpoints, messageKey{cp.TenantID, cp.MessageID})
+	}
+	return out, nil
 }
