@@ -2,6 +2,7 @@ package bichat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -31,10 +32,13 @@ func (s *Service) ArtifactContent(ctx context.Context, p domain.Principal, artif
 	}
 	a, err := s.repos.Artifacts.GetArtifact(ctx, p.TenantID, artifactID)
 	if err != nil {
-		return nil, domain.Artifact{}, fmt.Errorf("bichat: artifact %s: %w", artifactID, err)
+		return nil, domain.Artifact{}, lookupErr("load artifact", "artifact", err)
 	}
 	if _, err := s.ownedSession(ctx, p, a.SessionID); err != nil {
-		return nil, domain.Artifact{}, fmt.Errorf("bichat: artifact %s: %w", artifactID, domain.ErrNotFound)
+		if errors.Is(err, domain.ErrNotFound) {
+			err = notFound("artifact")
+		}
+		return nil, domain.Artifact{}, err
 	}
 	if a.SHA256 == "" {
 		return nil, domain.Artifact{}, fmt.Errorf("bichat: artifact %s has no stored content: %w", artifactID, domain.ErrNotFound)

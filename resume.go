@@ -178,11 +178,17 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 }
 
 // Replay returns the events of a run with Seq greater than afterSeq, for a
-// client that reconnects after losing its stream. Payloads come back as
-// generic JSON values. A run that p cannot see (another owner's, another
-// tenant's, or one with no logged event) is not found, so a run id's
-// existence is not revealed; a run with no events after afterSeq yields an
-// empty slice.
+// client that lost its stream. Payloads come back as generic JSON values.
+// The log of a run that is over ends with its terminal event (RunFinished,
+// Interrupted or RunFailed; a run stopped because its consumer went away
+// ends with RunFailed "cancelled"). Replay reads the log only: it does not
+// re-attach to a run, and it finds only runs logged in the service's store
+// (see the package documentation for what survives a restart).
+//
+// A run that p cannot see (another owner's, another tenant's, or one with
+// no logged event) yields the same error, matching domain.ErrNotFound with
+// the same text, so a run id's existence is not revealed; a run with no
+// events after afterSeq yields an empty slice.
 func (s *Service) Replay(ctx context.Context, p domain.Principal, runID string, afterSeq int64) ([]agents.Event, error) {
 	if err := authorize(p, domain.PermRead); err != nil {
 		return nil, err
@@ -197,17 +203,20 @@ func (s *Service) Replay(ctx context.Context, p domain.Principal, runID string, 
 	// afterSeq is.
 	head, err := s.repos.RunEvents.ListRunEvents(ctx, p.TenantID, runID, 0, 1)
 	if err != nil {
-		return nil, fmt.Errorf("bichat: replay: %w", err)
+		return nil, lookupErr("replay", "run", err)
 	}
 	if len(head) == 0 {
-		return nil, fmt.Errorf("bichat: run %s: %w", runID, domain.ErrNotFound)
+		return nil, notFound("run")
 	}
 	if _, err := s.ownedSession(ctx, p, head[0].SessionID); err != nil {
-		return nil, fmt.Errorf("bichat: run %s: %w", runID, domain.ErrNotFound)
+		if errors.Is(err, domain.ErrNotFound) {
+			err = notFound("run")
+		}
+		return nil, err
 	}
 	recs, err := s.repos.RunEvents.ListRunEvents(ctx, p.TenantID, runID, afterSeq, 0)
 	if err != nil {
-		return nil, fmt.Errorf("bichat: replay: %w", err)
+		return nil, lookupErr("replay", "run", err)
 	}
 	out := make([]agents.Event, 0, len(recs))
 	for _, r := range recs {

@@ -31,9 +31,13 @@ import (
 // Resume yield an error matching domain.ErrConflict.
 //
 // Invalid input, a missing permission or an unknown session yield only an
-// error. Breaking out of the loop, or cancelling ctx, stops the run and
-// marks the message failed with code "cancelled": a message never stays
-// generating.
+// error; a session p cannot see (missing, another user's or another
+// tenant's) yields the same error matching domain.ErrNotFound in every
+// case. Breaking out of the loop, or cancelling ctx, stops the run, marks
+// the message failed with code "cancelled" and ends the run log with a
+// RunFailed event of that code: a message never stays generating, and
+// Replay always shows that the run is over. No tool call starts after the
+// run's context is cancelled.
 func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
 		var o sendOptions
@@ -224,12 +228,35 @@ func newRunRecord() *runRecord { return &runRecord{args: map[string]json.RawMess
 // drive runs start with a context bounded by RunTimeout, persists the run
 // log and the outcome, and forwards events to the consumer. The outcome is
 // persisted before the last event is yielded.
+//
+// The run log always ends with a terminal event (RunFinished, Interrupted
+// or RunFailed), so Replay tells a reconnecting client that the run is
+// over: when the run ends without one reaching the log (the consumer broke
+// out of the loop, the executor stopped with a bare error, or the outcome
+// could not be saved), drive appends a RunFailed with the code and message
+// the answer was failed with.
 func (s *Service) drive(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message, rec *runRecord,
 	start func(context.Context) iter.Seq2[agents.Event, error], yield func(agents.Event, error) bool) {
-	finished := false
+	var (
+		finished bool  // the message's outcome is recorded
+		terminal bool  // a terminal root event is in the run log
+		lastSeq  int64 // seq of the last event logged
+		code     = "cancelled"
+		message  = "The request was cancelled before the answer was complete."
+	)
+	fail := func(c, m string) {
+		finished = true
+		code, message = c, m
+		s.failMessage(ctx, p, asst, c, m, nil)
+	}
 	defer func() {
 		if !finished {
-			s.failMessage(ctx, p, asst, "cancelled", "The request was cancelled before the answer was complete.", nil)
+			s.failMessage(ctx, p, asst, code, message, nil)
+		}
+		if !terminal {
+			s.logEvent(ctx, p, asst, &agents.RunFailed{EventHeader: agents.EventHeader{RunID: asst.RunID,
+				SessionID: asst.SessionID, MessageID: asst.ID, Seq: lastSeq + 1, Time: s.cfg.Now()},
+				Code: code, Message: message})
 		}
 	}()
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.Limits.RunTimeout)
@@ -237,8 +264,7 @@ func (s *Service) drive(ctx context.Context, p domain.Principal, sess *domain.Se
 	for ev, err := range start(rctx) {
 		if err != nil {
 			if !finished {
-				finished = true
-				s.failMessage(ctx, p, asst, errorCode(err), userMessage(err), nil)
+				fail(errorCode(err), userMessage(err))
 			}
 			yield(nil, err)
 			return
@@ -253,19 +279,21 @@ func (s *Service) drive(ctx context.Context, p domain.Principal, sess *domain.Se
 			if root {
 				finished = true
 				if err := s.complete(ctx, p, sess, asst, rec, e); err != nil {
-					s.failMessage(ctx, p, asst, "internal", "The answer could not be saved.", nil)
+					fail("internal", "The answer could not be saved.")
 					yield(nil, err)
 					return
 				}
+				terminal = true
 			}
 		case *agents.Interrupted:
 			if root {
 				finished = true
 				if err := s.interrupt(ctx, p, asst, rec, e); err != nil {
-					s.failMessage(ctx, p, asst, "internal", "The question for the user could not be saved.", nil)
+					fail("internal", "The question for the user could not be saved.")
 					yield(nil, err)
 					return
 				}
+				terminal = true
 				// The checkpoint is stored; hosts resume by message id.
 				// Keep it (history, transcript) out of the log and the
 				// stream.
@@ -275,12 +303,14 @@ func (s *Service) drive(ctx context.Context, p domain.Principal, sess *domain.Se
 			}
 		case *agents.RunFailed:
 			if root {
-				finished = true
+				finished, terminal = true, true
+				code, message = e.Code, e.Message
 				s.applyRecord(asst, rec)
 				s.failMessage(ctx, p, asst, e.Code, e.Message, partsFromTranscript(e.Messages, ""))
 			}
 		}
 		s.logEvent(ctx, p, asst, ev)
+		lastSeq = ev.Header().Seq
 		if !yield(ev, nil) {
 			return
 		}

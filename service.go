@@ -2,6 +2,7 @@ package bichat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,7 +17,10 @@ import (
 // Service is the facade a host application talks to. It is safe for
 // concurrent use. Every method takes the caller's Principal and checks
 // tenant, ownership and permission before touching data: a viewer can read
-// but not write or delete, and another user's session is not found.
+// but not write or delete, and another user's or another tenant's session,
+// message, artifact, checkpoint or run is not found, with exactly the
+// error of a missing one (domain.ErrNotFound, same type, same text), so
+// errors never reveal whether an id exists.
 type Service struct {
 	cfg   Config
 	repos domain.Repositories
@@ -122,34 +126,59 @@ func (s *Service) meta(p domain.Principal, sessionID string) hooks.Meta {
 	return hooks.Meta{Time: s.cfg.Now(), TenantID: p.TenantID, UserID: p.UserID, SessionID: sessionID}
 }
 
+// notFound is the one error every method returns for an entity the caller
+// cannot see: missing, another user's or another tenant's. Its text names
+// the kind of entity but neither the id nor anything the storage layer
+// said, so the three cases are indistinguishable (same value for
+// errors.Is, same concrete type, byte-identical text).
+func notFound(kind string) error {
+	return fmt.Errorf("bichat: %s: %w", kind, domain.ErrNotFound)
+}
+
+// lookupErr turns a repository error from loading an entity the caller
+// asked for into notFound(kind) when it is a not-found, so the storage
+// layer's wording never reaches the caller; other errors (storage down)
+// are wrapped with op.
+func lookupErr(op, kind string, err error) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return notFound(kind)
+	}
+	return fmt.Errorf("bichat: %s: %w", op, err)
+}
+
 // ownedSession loads a session and checks that p owns it; another owner's
-// or another tenant's session is not found.
+// or another tenant's session is not found, with the same error as a
+// missing one.
 func (s *Service) ownedSession(ctx context.Context, p domain.Principal, id string) (*domain.Session, error) {
 	if err := checkID("session_id", id); err != nil {
 		return nil, err
 	}
 	sess, err := s.repos.Sessions.GetSession(ctx, p.TenantID, id)
 	if err != nil {
-		return nil, fmt.Errorf("bichat: session %s: %w", id, err)
+		return nil, lookupErr("load session", "session", err)
 	}
 	if sess.OwnerID != p.UserID {
-		return nil, fmt.Errorf("bichat: session %s: %w", id, domain.ErrNotFound)
+		return nil, notFound("session")
 	}
 	return sess, nil
 }
 
-// ownedMessage loads a message of a session p owns.
+// ownedMessage loads a message of a session p owns; any other message is
+// not found, with the same error as a missing one.
 func (s *Service) ownedMessage(ctx context.Context, p domain.Principal, id string) (*domain.Message, *domain.Session, error) {
 	if err := checkID("message_id", id); err != nil {
 		return nil, nil, err
 	}
 	msg, err := s.repos.Messages.GetMessage(ctx, p.TenantID, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bichat: message %s: %w", id, err)
+		return nil, nil, lookupErr("load message", "message", err)
 	}
 	sess, err := s.repos.Sessions.GetSession(ctx, p.TenantID, msg.SessionID)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return nil, nil, fmt.Errorf("bichat: load session of message: %w", err)
+	}
 	if err != nil || sess.OwnerID != p.UserID {
-		return nil, nil, fmt.Errorf("bichat: message %s: %w", id, domain.ErrNotFound)
+		return nil, nil, notFound("message")
 	}
 	return msg, sess, nil
 }
@@ -220,7 +249,8 @@ func (s *Service) RenameSession(ctx context.Context, p domain.Principal, id, tit
 	sess.Title = t
 	sess.UpdatedAt = s.cfg.Now().UTC()
 	if err := s.repos.Sessions.UpdateSession(ctx, sess); err != nil {
-		return nil, fmt.Errorf("bichat: rename session: %w", err)
+		// Deleted meanwhile: the same not-found as any unknown session.
+		return nil, lookupErr("rename session", "session", err)
 	}
 	s.bus.Publish(ctx, &hooks.SessionUpdate{Meta: s.meta(p, sess.ID), Title: t, Model: sess.Model})
 	return sess, nil
@@ -236,7 +266,7 @@ func (s *Service) DeleteSession(ctx context.Context, p domain.Principal, id stri
 		return err
 	}
 	if err := s.repos.Sessions.DeleteSession(ctx, p.TenantID, id); err != nil {
-		return fmt.Errorf("bichat: delete session: %w", err)
+		return lookupErr("delete session", "session", err)
 	}
 	s.bus.Publish(ctx, &hooks.SessionDelete{Meta: s.meta(p, id)})
 	return nil
@@ -260,7 +290,9 @@ func (s *Service) Messages(ctx context.Context, p domain.Principal, sessionID st
 	}
 	msgs, err := s.repos.Messages.ListMessages(ctx, p.TenantID, sessionID, opts)
 	if err != nil {
-		return nil, fmt.Errorf("bichat: list messages: %w", err)
+		// opts.Before names no message of this session (missing, or in a
+		// session p cannot see), or the session was deleted meanwhile.
+		return nil, lookupErr("list messages", "message", err)
 	}
 	return msgs, nil
 }
@@ -284,7 +316,7 @@ func (s *Service) Artifacts(ctx context.Context, p domain.Principal, messageID s
 	}
 	arts, err := s.repos.Artifacts.ListArtifacts(ctx, p.TenantID, messageID)
 	if err != nil {
-		return nil, fmt.Errorf("bichat: list artifacts: %w", err)
+		return nil, lookupErr("list artifacts", "message", err)
 	}
 	return arts, nil
 }

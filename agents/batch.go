@@ -55,6 +55,8 @@ type toolOutcome struct {
 	code  string
 	stack []byte
 	dur   time.Duration
+	// notRun: the tool was never called (the run was cancelled first).
+	notRun bool
 }
 
 func (r *run) runBatch(calls []domain.ToolCall) (*batchOutcome, error) {
@@ -287,7 +289,7 @@ func (r *run) runJobs(jobs []*callJob, parts []domain.Part) error {
 		if err := r.emit(&ToolCallStarted{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Permission: j.spec.Permission}); err != nil {
 			return err
 		}
-		if r.e.cfg.Bus != nil {
+		if r.e.cfg.Bus != nil && r.ctx.Err() == nil {
 			r.publish(&hooks.ToolStart{Meta: r.meta(), CallID: j.call.ID, Tool: j.call.Name, Arguments: j.call.Arguments})
 		}
 	}
@@ -319,9 +321,16 @@ func (r *run) runTool(j *callJob, sem chan struct{}) {
 		case sem <- struct{}{}:
 			defer func() { <-sem }()
 		case <-r.ctx.Done():
-			j.out <- toolOutcome{err: r.ctx.Err(), code: "cancelled"}
+			j.out <- toolOutcome{err: r.ctx.Err(), code: "cancelled", notRun: true}
 			return
 		}
+	}
+	// No tool starts once the run is cancelled (the consumer may cancel
+	// while handling ToolCallStarted, or a sibling call may have been
+	// stopped): the call is reported as cancelled and not run.
+	if err := r.ctx.Err(); err != nil {
+		j.out <- toolOutcome{err: err, code: "cancelled", notRun: true}
+		return
 	}
 	timeout := j.spec.Timeout
 	if timeout <= 0 {
@@ -383,6 +392,9 @@ func modelText(name string, o toolOutcome, timeout time.Duration) string {
 	case "panic":
 		return fmt.Sprintf("%s failed with an internal error", name)
 	case "cancelled":
+		if o.notRun {
+			return fmt.Sprintf("%s was not run: the run was cancelled before it started", name)
+		}
 		return fmt.Sprintf("%s was cancelled", name)
 	}
 	return fmt.Sprintf("%s failed: %v", name, o.err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -30,16 +31,67 @@ const (
 	builtinTask
 )
 
-type askArgs struct {
-	Questions []askQuestion `json:"questions" jsonschema:"minItems=1,maxItems=4,description=The questions to ask; one is usually enough."`
+// AskUserQuestionArgs are the arguments of the built-in ask_user_question
+// tool, as the model sends them (ToolCallStarted.Arguments of a call named
+// ToolAskUserQuestion). AskUserQuestionSchema returns their JSON Schema.
+// Hosts normally render Interrupted.Questions instead: the same questions
+// after validation, with every id filled in (q1, q2, ... for questions the
+// model gave no id).
+//
+// Arguments the model sends:
+//
+//	{
+//	  "questions": [
+//	    {
+//	      "id": "region",
+//	      "question": "Which region do you mean?",
+//	      "options": [
+//	        {"label": "EMEA", "description": "Europe, Middle East and Africa"},
+//	        {"label": "APAC"}
+//	      ],
+//	      "allow_other": true
+//	    },
+//	    {"question": "Which period?"}
+//	  ]
+//	}
+//
+// Rules beyond the schema (checked before the run stops): 1 to 4
+// questions; ids unique; a question has no options (free text) or two or
+// more with unique, non-empty labels; multi_select allows several labels;
+// allow_other allows free text besides the options.
+//
+// The answer the host sends back (Service.Resume or Executor.Resume) is an
+// Answers value keyed by question id; as JSON:
+//
+//	{
+//	  "region": {"selected": ["EMEA"]},
+//	  "q2": {"text": "The last two quarters"}
+//	}
+//
+// Every question must be answered: with selected option labels (exactly
+// one unless multi_select), with text (questions without options, or with
+// allow_other), or both. ValidateAnswers reports each problem by field
+// ("answers.<id>").
+type AskUserQuestionArgs struct {
+	Questions []AskedQuestion `json:"questions" jsonschema:"minItems=1,maxItems=4,description=The questions to ask; one is usually enough."`
 }
 
-type askQuestion struct {
+// AskedQuestion is one question of AskUserQuestionArgs as the model wrote
+// it: ID may be empty. The executor validates it and turns it into a
+// Question with its id filled in.
+type AskedQuestion struct {
 	ID          string           `json:"id,omitempty" jsonschema:"description=Optional short id such as region; defaults to q1 q2 ..."`
 	Question    string           `json:"question" jsonschema:"minLength=1,maxLength=500,description=The question as the user will read it."`
 	Options     []QuestionOption `json:"options,omitempty" jsonschema:"maxItems=8,description=Choices to offer when the plausible answers are known (two or more)."`
 	MultiSelect bool             `json:"multi_select,omitempty" jsonschema:"description=Allow choosing several options."`
 	AllowOther  bool             `json:"allow_other,omitempty" jsonschema:"description=Allow a free-text answer besides the options."`
+}
+
+// AskUserQuestionSchema returns the JSON Schema of the ask_user_question
+// arguments (AskUserQuestionArgs), exactly as the model receives it. The
+// caller owns the returned slice.
+func AskUserQuestionSchema() json.RawMessage {
+	return slices.Clone(askTool.spec.Schema)
 }
 
 type finalArgs struct {
@@ -84,7 +136,7 @@ var (
 			"ambiguous in a way the data cannot settle (which metric, which period, which definition) or when "+
 			"an expensive analysis depends on the user's choice. Offer options when the plausible answers are "+
 			"known. Do not ask what you can find out with the other tools.",
-		reflect.TypeFor[askArgs]())
+		reflect.TypeFor[AskUserQuestionArgs]())
 	finalTool = newBuiltin(builtinFinal, ToolFinalAnswer,
 		"Deliver the complete answer to the user and end the turn. Write it in Markdown, lead with the "+
 			"result, and state the numbers you found. Call no other tool in the same turn.",
@@ -96,7 +148,7 @@ func parseQuestions(args json.RawMessage) ([]Question, error) {
 	if err := askTool.validator.validate(args); err != nil {
 		return nil, err
 	}
-	var in askArgs
+	var in AskUserQuestionArgs
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, &ArgumentError{Tool: ToolAskUserQuestion, Problems: []string{"(root): " + err.Error()}}
 	}

@@ -28,8 +28,9 @@ type Event interface {
 	isEvent()
 }
 
-// EventType is the stable name of an event type, used in the run log and
-// as the SSE event name.
+// EventType is the stable name of an event type, used in the run log (the
+// "type" member of MarshalEvent's JSON) and fit to name the event in a
+// host's own transport, such as a server-sent event.
 type EventType string
 
 // Event types.
@@ -114,7 +115,9 @@ type ToolCallFinished struct {
 	Citations []domain.Citation `json:"citations,omitempty"`
 	// Error is set when the call failed; ErrorCode is one of
 	// "invalid_arguments", "unknown_tool", "timeout", "panic", "cancelled",
-	// "denied", "limit", "not_run" or "error".
+	// "denied", "limit", "not_run" or "error". "cancelled" is also the code
+	// of a call that never started because the run's context was
+	// cancelled first (its Error says it was not run).
 	Error     string        `json:"error,omitempty"`
 	ErrorCode string        `json:"error_code,omitempty"`
 	Duration  time.Duration `json:"duration_ns"`
@@ -219,8 +222,13 @@ func (*RunFinished) Type() EventType { return EventRunFinished }
 // Type returns EventRunFailed.
 func (*RunFailed) Type() EventType { return EventRunFailed }
 
-// MarshalEvent encodes e as a JSON object with a "type" member followed by
-// the event's fields, the form stored in the run log and sent over SSE.
+// MarshalEvent encodes e as a JSON object with a "type" member (the
+// EventType) followed by the event's fields. bichat.Service stores events
+// in its run log in this form and Replay decodes them with UnmarshalEvent.
+// It is also a ready-made payload for a host that streams events to a
+// browser (e.g. as the data of a server-sent event named after the type),
+// but the SDK has no SSE writer: the host writes its own transport.
+// Decoding gives payloads back as generic JSON values.
 func MarshalEvent(e Event) ([]byte, error) {
 	body, err := json.Marshal(e)
 	if err != nil {

@@ -263,7 +263,10 @@ func (e *Executor) ModelInfo() ModelInfo { return e.info }
 // RunFinished, Interrupted or RunFailed; RunFailed is followed by the error
 // as the last element. Breaking out of the loop cancels the model stream and
 // running tools and returns once they have stopped (bounded by
-// Config.CancelGrace). Invalid input yields only an error.
+// Config.CancelGrace). Once ctx is cancelled no tool call starts (here, in
+// Resume, Approve or Deny): a call not started yet finishes with
+// ErrorCode "cancelled" and an Error saying it was not run. Invalid input
+// yields only an error.
 func (e *Executor) Run(ctx context.Context, in Input) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if len(in.Message.Parts) == 0 {

@@ -3,6 +3,7 @@ package agents
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"reflect"
@@ -29,12 +30,13 @@ func schemaFor(t reflect.Type) (json.RawMessage, error) {
 	if path := recursion(t, nil); path != "" {
 		return nil, fmt.Errorf("input type %s is recursive (%s); describe it with WithSchema instead", t, path)
 	}
-	r := jsonschema.Reflector{
-		Anonymous:      true,
-		DoNotReference: true,
-		ExpandedStruct: true,
+	if err := checkFields(t, "", map[reflect.Type]bool{}); err != nil {
+		return nil, fmt.Errorf("input type %s: %w", t, err)
 	}
-	s := r.ReflectFromType(t)
+	s, err := reflectSchema(t)
+	if err != nil {
+		return nil, err
+	}
 	s.Version = ""
 	s.ID = ""
 	b, err := json.Marshal(s)
@@ -58,6 +60,149 @@ func schemaFor(t reflect.Type) (json.RawMessage, error) {
 		}
 	}
 	return b, nil
+}
+
+// reflectSchema runs the schema generator, turning a panic (which it uses
+// for types it cannot describe) into an error.
+func reflectSchema(t reflect.Type) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("input type %s: cannot generate its JSON Schema: %v", t, p)
+		}
+	}()
+	r := jsonschema.Reflector{
+		Anonymous:      true,
+		DoNotReference: true,
+		ExpandedStruct: true,
+	}
+	return r.ReflectFromType(t), nil
+}
+
+// tagKeywords are the keywords of the jsonschema struct tag that
+// github.com/invopop/jsonschema understands (key=value), and tagFlags the
+// bare words. Anything else in a tag is silently ignored by the generator,
+// which is how an unescaped comma inside a value (a regex pattern, a
+// description) used to cut the value short without a word.
+var (
+	tagKeywords = map[string]bool{
+		"title": true, "description": true, "type": true, "anchor": true,
+		"oneof_required": true, "anyof_required": true, "oneof_ref": true, "oneof_type": true,
+		"anyof_ref": true, "anyof_type": true,
+		"minLength": true, "maxLength": true, "pattern": true, "format": true,
+		"readOnly": true, "writeOnly": true, "default": true, "example": true, "enum": true,
+		"multipleOf": true, "minimum": true, "maximum": true, "exclusiveMaximum": true, "exclusiveMinimum": true,
+		"minItems": true, "maxItems": true, "uniqueItems": true,
+	}
+	tagFlags = map[string]bool{"required": true, "nullable": true}
+)
+
+// checkFields checks the jsonschema tags and field types of struct t (and
+// of the structs its fields reach) before the generator runs, so that a
+// tag it would misread or a type it cannot describe is reported as an
+// error naming the field, never a panic or a silently wrong schema.
+func checkFields(t reflect.Type, path string, seen map[reflect.Type]bool) error {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
+			continue
+		}
+		field := f.Name
+		if path != "" {
+			field = path + "." + f.Name
+		}
+		if tag, ok := f.Tag.Lookup("jsonschema"); ok {
+			if err := checkSchemaTag(field, tag); err != nil {
+				return err
+			}
+			if strings.HasPrefix(tag, "-") && (len(tag) == 1 || tag[1] == ',') {
+				continue // left out of the schema
+			}
+		}
+		if tag, ok := f.Tag.Lookup("jsonschema_extras"); ok {
+			for _, part := range splitTag(tag) {
+				if part != "" && !strings.Contains(part, "=") {
+					return tagError(field, "jsonschema_extras", tag, part)
+				}
+			}
+		}
+		et := f.Type
+		for et.Kind() == reflect.Pointer || et.Kind() == reflect.Slice || et.Kind() == reflect.Array || et.Kind() == reflect.Map {
+			et = et.Elem()
+		}
+		switch et.Kind() {
+		case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer, reflect.Uintptr:
+			return fmt.Errorf("field %s has type %s, which JSON cannot carry; leave it out of the input type or tag it json:\"-\"", field, f.Type)
+		}
+		if err := checkFields(f.Type, field, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSchemaTag reports a jsonschema tag part the generator would ignore:
+// a bare word other than required or nullable, or an unknown keyword.
+func checkSchemaTag(field, tag string) error {
+	parts := splitTag(tag)
+	for i, part := range parts {
+		if part == "" || (i == 0 && part == "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(part, "=")
+		if hasValue && tagKeywords[name] || !hasValue && tagFlags[name] {
+			continue
+		}
+		return tagError(field, "jsonschema", tag, part)
+	}
+	return nil
+}
+
+// tagError explains a misread tag part and shows the tag with the comma
+// before it escaped, as it must be written in Go source.
+func tagError(field, key, tag, part string) error {
+	msg := fmt.Sprintf("field %s: %s tag %q: %q is not a keyword=value pair the schema generator knows", field, key, tag, part)
+	if i := strings.Index(tag, ","+part); i >= 0 {
+		fixed := tag[:i] + `\,` + tag[i+1:]
+		src := strings.ReplaceAll(fixed, `\`, `\\`)
+		msg += fmt.Sprintf("; if the comma before it belongs to the previous value (a regex pattern, a description), "+
+			"escape it as \\\\, in the Go source: `%s:\"%s\"`", key, src)
+	}
+	return fmt.Errorf("%w: %s", ErrBadTag, msg)
+}
+
+// ErrBadTag matches the error NewTool returns for a jsonschema (or
+// jsonschema_extras) struct tag the schema generator would misread; the
+// message names the field and the tag and shows the fix.
+var ErrBadTag = errors.New("bad struct tag")
+
+// splitTag splits a tag on commas not preceded by a backslash, as the
+// schema generator does (the backslash is dropped).
+func splitTag(tag string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(tag); i++ {
+		switch {
+		case tag[i] == '\\' && i+1 < len(tag) && tag[i+1] == ',':
+			cur.WriteByte(',')
+			i++
+		case tag[i] == ',':
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(tag[i])
+		}
+	}
+	return append(out, cur.String())
 }
 
 // recursion returns a description of the first struct type that contains

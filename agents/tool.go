@@ -208,6 +208,19 @@ func WithSchema(schema json.RawMessage) ToolOption {
 // is a string it is the Summary; otherwise Summary is the JSON encoding of
 // the value and Payload the value.
 //
+// In a `jsonschema` tag, commas separate keywords, so a comma inside a
+// value (a regex pattern, a description) must be escaped as \\, in the Go
+// source:
+//
+//	Code string `json:"code" jsonschema:"pattern=^[a-z]{1\\,3}$,description=One to three letters\\, lower case"`
+//
+// NewTool checks every jsonschema and jsonschema_extras tag of In (nested
+// structs included) before generating the schema: a part the generator
+// would silently misread (an unescaped comma, an unknown keyword such as
+// minlength) is an error matching ErrBadTag that names the field and the
+// tag and shows the escaped form. A field whose type JSON cannot carry
+// (chan, func, complex) is an error naming the field too.
+//
 // NewTool returns an error when the name or description is invalid or the
 // schema cannot be built; use MustTool in package-level declarations.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) (Tool, error) {

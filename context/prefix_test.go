@@ -165,16 +165,16 @@ type rowsArgs struct {
 
 type profileArgs struct {
 	Dataset string `json:"dataset" jsonschema:"description=Dataset name"`
-	Column  string `json:"column" jsonschema:"description=Column to profile: distinct values, nulls, min, max, top values"`
+	Column  string `json:"column" jsonschema:"description=Column to profile: distinct values\\, nulls\\, min\\, max\\, top values"`
 }
 
 type kbArgs struct {
-	Query string `json:"query" jsonschema:"description=What to look up in the knowledge base: definitions, policies, metric formulas"`
+	Query string `json:"query" jsonschema:"description=What to look up in the knowledge base: definitions\\, policies\\, metric formulas"`
 	TopK  int    `json:"top_k,omitempty" jsonschema:"minimum=1,maximum=20"`
 }
 
 type pythonArgs struct {
-	Code  string   `json:"code" jsonschema:"description=Python 3 code; pandas, numpy and matplotlib are installed; results of earlier queries are CSV files named after their result"`
+	Code  string   `json:"code" jsonschema:"description=Python 3 code; pandas\\, numpy and matplotlib are installed; results of earlier queries are CSV files named after their result"`
 	Input []string `json:"inputs,omitempty" jsonschema:"description=Result names to mount as CSV files"`
 }
 

@@ -258,7 +258,8 @@ func TestAsyncBlockCancelledContextWithRoom(t *testing.T) {
 func TestAsyncDropNewest(t *testing.T) {
 	t.Parallel()
 	g := newGated(8)
-	a := NewAsync(g, AsyncOptions{QueueSize: 2, Overflow: DropNewest, OnError: failOnError(t)})
+	var ec errCollector
+	a := NewAsync(g, AsyncOptions{QueueSize: 2, Overflow: DropNewest, OnError: ec.onError})
 
 	mustHandle(t, a, t.Context(), ev(1))
 	g.waitStarted(t) // the worker holds 1; the queue is empty again
@@ -292,6 +293,18 @@ func TestAsyncDropNewest(t *testing.T) {
 	}
 	if d := a.Dropped(); d != 5 {
 		t.Errorf("Dropped() after Close = %d, want 5", d)
+	}
+	// The drops were reported through OnError (and nothing else was).
+	var reported uint64
+	for _, he := range ec.all() {
+		var de *DropError
+		if !errors.As(he, &de) || !errors.Is(he, ErrDropped) || he.Kind != kindSeq {
+			t.Fatalf("OnError got %v, want only drop reports", he)
+		}
+		reported += de.Dropped
+	}
+	if reported != 5 {
+		t.Errorf("drop reports add up to %d, want 5", reported)
 	}
 }
 
@@ -591,8 +604,14 @@ func TestAsyncConcurrentHandleAndClose(t *testing.T) {
 	for _, overflow := range []Overflow{Block, DropNewest} {
 		t.Run(fmt.Sprint("overflow=", overflow), func(t *testing.T) {
 			t.Parallel()
+			// Overflow drops are reported through OnError; nothing else may be.
+			onError := func(he *HandlerError) {
+				if !errors.Is(he, ErrDropped) {
+					t.Errorf("unexpected handler error: %v", he)
+				}
+			}
 			a := NewAsync(HandlerFunc(func(context.Context, Event) error { return nil }),
-				AsyncOptions{QueueSize: 4, Workers: 2, Overflow: overflow, OnError: failOnError(t)})
+				AsyncOptions{QueueSize: 4, Workers: 2, Overflow: overflow, OnError: onError})
 			const publishers, each = 8, 200
 			var wg sync.WaitGroup
 			for range publishers {

@@ -48,8 +48,10 @@ func (e *HandlerError) Unwrap() error { return e.Err }
 
 // Options configure a Bus.
 type Options struct {
-	// OnError receives every handler error and panic. It must be safe for
-	// concurrent use. Nil logs them with slog.Default at error level.
+	// OnError receives every handler error and panic, and the rate-limited
+	// reports of events dropped by Async handlers subscribed with
+	// SubscribeAsync (a *DropError, matching ErrDropped). It must be safe
+	// for concurrent use. Nil logs them with slog.Default at error level.
 	OnError func(*HandlerError)
 }
 
@@ -64,7 +66,10 @@ type Bus struct {
 	nextID  uint64
 	closers []*Async
 	closed  atomic.Bool
-	dropped atomic.Uint64
+	dropped atomic.Uint64 // published after Close
+	// asyncDropped counts the drops of the Async handlers subscribed to
+	// the bus (they add to it themselves).
+	asyncDropped atomic.Uint64
 }
 
 type entry struct {
@@ -120,6 +125,9 @@ func (b *Bus) addLocked(h Handler, kinds []Kind) uint64 {
 	b.nextID++
 	id := b.nextID
 	e := entry{id, h}
+	if a, ok := h.(*Async); ok {
+		a.attach(&b.asyncDropped)
+	}
 	old := b.subs.Load()
 	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)+len(kinds)), all: old.all}
 	if len(kinds) == 0 {
@@ -152,6 +160,10 @@ func (b *Bus) remove(id uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := b.subs.Load()
+	if a, ok := handlerOf(old, id).(*Async); ok {
+		// Drops counted so far stay counted: Dropped never decreases.
+		a.detach(&b.asyncDropped)
+	}
 	nt := &table{byKind: make(map[Kind][]entry, len(old.byKind)), all: without(old.all, id)}
 	for k, v := range old.byKind {
 		w := without(v, id)
@@ -161,6 +173,23 @@ func (b *Bus) remove(id uint64) {
 		}
 	}
 	b.subs.Store(nt)
+}
+
+// handlerOf returns the handler of subscription id in t, or nil.
+func handlerOf(t *table, id uint64) Handler {
+	for _, e := range t.all {
+		if e.id == id {
+			return e.h
+		}
+	}
+	for _, list := range t.byKind {
+		for _, e := range list {
+			if e.id == id {
+				return e.h
+			}
+		}
+	}
+	return nil
 }
 
 func without(es []entry, id uint64) []entry {
@@ -232,12 +261,19 @@ func (b *Bus) call(ctx context.Context, h Handler, e Event) {
 	}
 }
 
-// Dropped counts events published after Close.
+// Dropped counts events that did not reach a handler: events published
+// after Close, and events dropped by the [Async] handlers subscribed to
+// the bus (with SubscribeAsync, or Subscribe with an *Async) while they
+// were subscribed: queue full under DropNewest, publisher's context ended
+// under Block, or the handler already closed. The count only grows (an
+// unsubscribed handler's drops stay counted): export it as a counter
+// metric. Queue-full drops are also reported through the error handler,
+// rate-limited (see AsyncOptions.DropReportInterval).
 func (b *Bus) Dropped() uint64 {
 	if b == nil {
 		return 0
 	}
-	return b.dropped.Load()
+	return b.dropped.Load() + b.asyncDropped.Load()
 }
 
 // Close stops delivery and drains every async handler subscribed with
@@ -254,6 +290,22 @@ func (b *Bus) Close() error {
 	}
 	closers := b.closers
 	b.closers = nil
+	// The subscriptions end: later drops of the Async handlers (called
+	// directly) are no longer the bus's.
+	t := b.subs.Load()
+	seen := map[uint64]bool{}
+	detach := func(es []entry) {
+		for _, e := range es {
+			if a, ok := e.h.(*Async); ok && !seen[e.id] {
+				seen[e.id] = true
+				a.detach(&b.asyncDropped)
+			}
+		}
+	}
+	detach(t.all)
+	for _, list := range t.byKind {
+		detach(list)
+	}
 	b.mu.Unlock()
 	for _, a := range closers {
 		a.Close()

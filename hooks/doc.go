@@ -9,7 +9,13 @@
 // publisher's goroutine unless wrapped in an [Async] handler, which has a
 // bounded queue and an explicit overflow policy ([Block] or [DropNewest]).
 // A handler's error or panic is never swallowed: it goes to the bus's error
-// handler (by default, slog at error level).
+// handler (by default, slog at error level). Neither is a dropped event:
+// [Bus.Dropped] counts the events published after Close and those dropped
+// by the bus's Async handlers (a monotonic counter, ready to export as a
+// metric), and an Async handler whose queue overflows reports it through
+// the error handler as a [DropError], at most once per
+// AsyncOptions.DropReportInterval (default one second) with the number
+// dropped since the previous report.
 //
 // Subscribe by kind with [Bus.Subscribe], or by Go type with [Listen]:
 //
