@@ -111,8 +111,7 @@ func (t *builtinTool) builtinKind() builtinKind { return t.kind }
 // Call is never reached through the executor, which handles built-ins
 // itself; it validates and reports misuse when called directly.
 func (t *builtinTool) Call(_ context.Context, args json.RawMessage) (Result, error) {
-	args, err := t.validator.check(args)
-	if err != nil {
+	if _, err := t.validator.check(args); err != nil {
 		return Result{}, err
 	}
 	return Result{}, fmt.Errorf("agents: %s is handled by the executor and cannot be called directly", t.spec.Name)
@@ -228,8 +227,7 @@ func (t *taskTool) Spec() ToolSpec { return t.spec }
 func (t *taskTool) builtinKind() builtinKind { return builtinTask }
 
 func (t *taskTool) Call(_ context.Context, args json.RawMessage) (Result, error) {
-	args, err := t.validator.check(args)
-	if err != nil {
+	if _, err := t.validator.check(args); err != nil {
 		return Result{}, err
 	}
 	return Result{}, errors.New("agents: the task tool runs inside an executor and cannot be called directly")

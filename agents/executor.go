@@ -223,10 +223,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil
 	}
 	for _, t := range cfg.Tools {
-		if t != nil {
-			if _, isBuiltin := t.(*builtinTool); isBuiltin {
-				return nil, fmt.Errorf("agents: %s is built in; do not list it in Config.Tools", t.Spec().Name)
-			}
+		if _, isBuiltin := t.(*builtinTool); isBuiltin {
+			return nil, fmt.Errorf("agents: %s is built in; do not list it in Config.Tools", t.Spec().Name)
 		}
 		if err := add(t); err != nil {
 			return nil, err

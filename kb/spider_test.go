@@ -112,9 +112,7 @@ func readSpider() (*spiderSet, error) {
 			}
 		}
 		natural := make([]string, len(names))
-		for i, t := range db.TableNames {
-			natural[i] = t
-		}
+		copy(natural, db.TableNames)
 		for _, c := range db.ColumnNames {
 			if ti := int(c[0].(float64)); ti >= 0 {
 				natural[ti] += " " + c[1].(string)
@@ -236,11 +234,6 @@ func recalls(qs []spiderQuestion, ks []int, prefix bool, rank func(q string, k i
 		out[i] = float64(ok[i]) / float64(len(qs))
 	}
 	return out
-}
-
-// recall is recalls for one k.
-func recall(qs []spiderQuestion, k int, rank func(q string, k int) []string) float64 {
-	return recalls(qs, []int{k}, false, rank)[0]
 }
 
 // plainBM25 is the baseline: Bleve's BM25 over the table and column names

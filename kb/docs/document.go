@@ -2,9 +2,7 @@ package docs
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -84,10 +82,4 @@ func (d Document) URL() string {
 		return d.Source
 	}
 	return d.Metadata["url"]
-}
-
-func (d Document) clone() Document {
-	d.Tags = slices.Clone(d.Tags)
-	d.Metadata = maps.Clone(d.Metadata)
-	return d
 }

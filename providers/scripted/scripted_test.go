@@ -260,7 +260,7 @@ func TestRequestsRecorded(t *testing.T) {
 
 	// Requests returns a copy: changing it does not affect the model.
 	reqs[0] = agents.Request{System: "mutated"}
-	reqs = append(reqs[:1], agents.Request{})
+	reqs[1] = agents.Request{}
 	again := m.Requests()
 	if len(again) != 2 || again[0].System != "sys" || again[1].System != "changed" {
 		t.Errorf("Requests() after mutating a previous result = %+v", again)
