@@ -14,12 +14,30 @@
 // # Repositories
 //
 // [SessionRepository], [MessageRepository], [CheckpointRepository],
-// [ArtifactRepository] and [RunEventRepository] are the persistence seams.
+// [ArtifactRepository], [RunEventRepository], [RunRepository] and
+// [ResultRepository] are the persistence seams, bundled in [Repositories].
 // Every method takes the tenant id and returns [ErrNotFound] for ids that
-// belong to another tenant, so a cross-tenant read yields nothing. The
-// in-memory implementation lives in package domain/memory; package
-// domain/domaintest holds the conformance suite every implementation must
-// pass.
+// belong to another tenant, so a cross-tenant read yields nothing; the
+// exceptions are the sweeps a reaper runs across tenants
+// ([MessageRepository].FailStale, [RunRepository].FailExpired and
+// [CheckpointRepository].TakeExpiredCheckpoints). The in-memory
+// implementation lives in package domain/memory and the PostgreSQL one in
+// domain/postgres; package domain/domaintest holds the conformance suite
+// every implementation must pass.
+//
+// # Durable runs
+//
+// A run holds a lease on the assistant message it generates
+// ([RunRepository].ClaimRun), renews it while it works (RenewLease, which
+// also reports a cancel request made with RequestCancel from any process)
+// and loses the message to FailExpired when it stops renewing, so a run
+// whose process died is failed by lease expiry, not by age. The run log
+// ([RunEventRepository]) is the source of truth for watchers; a store
+// that can also wake them on append implements [RunEventNotifier].
+// Named query results (result_1, ...) that later tool calls use are kept
+// per session, bounded in number and size, by a [ResultRepository]
+// ([StoredResult]); checkpoints that nobody answers before their
+// ExpiresAt are collected with TakeExpiredCheckpoints.
 //
 // # Errors
 //

@@ -141,7 +141,8 @@ type Message struct {
 	RunID string `json:"run_id,omitempty"`
 	// LeaseUntil is when the lease of the run generating this message
 	// ends unless renewed (see RunRepository); zero when no lease was
-	// taken. UpdateMessage leaves it unchanged.
+	// taken. CreateMessages stores it as given; UpdateMessage leaves it
+	// unchanged.
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// CancelRequested is set by RunRepository.RequestCancel while the
 	// message is generating. UpdateMessage leaves it unchanged.

@@ -45,9 +45,11 @@ type MessageRepository interface {
 	// others get ErrConflict.
 	Claim(ctx context.Context, tenantID, messageID, runID string) error
 	// FailStale marks every message with status generating (claimed or
-	// not) whose UpdatedAt is before cutoff as failed with e, across all
-	// tenants, and returns how many it changed. Messages awaiting input are
-	// not touched. The service calls it to recover from crashes.
+	// not) that holds no run lease (zero LeaseUntil) and whose UpdatedAt is
+	// before cutoff as failed with e, across all tenants, and returns how
+	// many it changed. Messages awaiting input are not touched, nor are
+	// leased ones: RunRepository.FailExpired fails those by liveness. The
+	// service calls it to recover from crashes of runs without a lease.
 	FailStale(ctx context.Context, cutoff time.Time, e MessageError) (int, error)
 }
 

@@ -30,7 +30,9 @@ type RunRepository interface {
 	// reports whether RequestCancel was called for it. When the message is
 	// no longer generating under runID (it completed, failed, or a reaper
 	// failed it after its lease expired) it yields ErrConflict: the runner
-	// must stop, its result is no longer wanted.
+	// must stop, its result is no longer wanted. An unknown message (or
+	// another tenant's, or one deleted with its session) yields
+	// ErrNotFound, which means the same to the runner.
 	RenewLease(ctx context.Context, tenantID, messageID, runID string, until time.Time) (cancelRequested bool, err error)
 	// RequestCancel records that the run generating messageID must stop.
 	// It yields ErrNotFound for an unknown message and ErrConflict when the
@@ -90,6 +92,7 @@ type ResultRepository interface {
 	// GetResult returns the result called name in the session, or
 	// ErrNotFound.
 	GetResult(ctx context.Context, tenantID, sessionID, name string) (*StoredResult, error)
-	// ListResults returns the session's result names, oldest first.
+	// ListResults returns the session's result names, oldest first. An
+	// unknown session yields ErrNotFound.
 	ListResults(ctx context.Context, tenantID, sessionID string) ([]string, error)
 }

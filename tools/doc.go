@@ -9,8 +9,14 @@
 // shared between processes, and vanish when the process restarts (a later
 // Get reports domain.ErrNotFound with the names still available, and the
 // model queries again). Give every tool the same Results so they see each
-// other's tables; implement Results over a shared store to keep them
-// longer.
+// other's tables. To keep them longer, use StoreResults over the
+// domain.ResultRepository of the service's repositories (Repositories.
+// Results): the tables then reach resumed runs and later messages of the
+// session and, with a durable repository such as domain/postgres, survive
+// restarts and are shared between processes; they are bounded
+// per session and in size by the repository, and are deleted with the
+// session. StoreResults records each column's Go type, so cells come back
+// as the int64, float64, string, bool, time.Time or []byte they were.
 //
 // The tools themselves live in subpackages, one per dependency: sqldb (SQL
 // databases), python (the sandbox), chart, export (Excel and PDF), catalog

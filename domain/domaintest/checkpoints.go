@@ -2,6 +2,7 @@ package domaintest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -105,6 +106,8 @@ func (s *suite) checkpointTests(t *testing.T) {
 		}
 	})
 
+	s.group(t, "TakeExpired", s.takeExpiredTests)
+
 	s.run(t, "TakeRace", func(t *testing.T, e *env) {
 		// Several rounds, each on a fresh message, make a double take
 		// likely to show even when the scheduler is busy.
@@ -147,5 +150,119 @@ func (s *suite) checkpointTests(t *testing.T) {
 			_, err := e.Checkpoints.GetCheckpoint(e.ctx, tenantA, m.ID)
 			wantErr(t, "GetCheckpoint after the race", err, domain.ErrNotFound)
 		}
+	})
+}
+
+func (s *suite) takeExpiredTests(t *testing.T) {
+	// expiring stores, for each expiry, a checkpoint of a new awaiting
+	// message in sess, and returns the checkpoints.
+	expiring := func(e *env, sess domain.Session, expiries ...time.Time) []domain.Checkpoint {
+		e.t.Helper()
+		out := make([]domain.Checkpoint, len(expiries))
+		for i, exp := range expiries {
+			m := e.createMessages(newMessage(sess.TenantID, sess.ID, domain.RoleAssistant, domain.StatusAwaitingInput, at(time.Duration(i)*time.Second)))[0]
+			cp := newCheckpoint(m, at(time.Duration(i)*time.Second))
+			cp.ExpiresAt = exp
+			in := cp
+			must(e.t, "SaveCheckpoint", e.Checkpoints.SaveCheckpoint(e.ctx, &in))
+			out[i] = cp
+		}
+		return out
+	}
+
+	s.run(t, "TakesOnlyExpired", func(t *testing.T, e *env) {
+		sessA := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
+		sessB := e.createSession(tenantB, ownerA, "Chat", at(0), at(0))
+		now := at(time.Hour)
+		// Stored out of expiry order, across two tenants.
+		a := expiring(e, sessA, at(30*time.Minute), now, time.Time{}, now.Add(-time.Millisecond), at(2*time.Hour))
+		b := expiring(e, sessB, at(10*time.Minute), time.Time{})
+		taken := []domain.Checkpoint{b[0], a[0], a[3]}
+		kept := []domain.Checkpoint{a[1], a[2], a[4], b[1]}
+
+		got, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, now, 0)
+		must(t, "TakeExpiredCheckpoints", err)
+		equalSlices(t, "TakeExpiredCheckpoints (oldest expiry first)", got, taken, canonCheckpoint)
+		for _, cp := range taken {
+			_, err := e.Checkpoints.GetCheckpoint(e.ctx, cp.TenantID, cp.MessageID)
+			wantErr(t, "GetCheckpoint of a taken checkpoint", err, domain.ErrNotFound)
+		}
+		for _, cp := range kept {
+			got, err := e.Checkpoints.GetCheckpoint(e.ctx, cp.TenantID, cp.MessageID)
+			must(t, "GetCheckpoint of a kept checkpoint", err)
+			equal(t, fmt.Sprintf("checkpoint expiring at %v", cp.ExpiresAt), *got, cp, canonCheckpoint)
+		}
+		got, err = e.Checkpoints.TakeExpiredCheckpoints(e.ctx, now, 0)
+		must(t, "second TakeExpiredCheckpoints", err)
+		equalSlices(t, "second TakeExpiredCheckpoints", got, nil, canonCheckpoint)
+		// A zero expiry is never taken, however late it is.
+		got, err = e.Checkpoints.TakeExpiredCheckpoints(e.ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+		must(t, "TakeExpiredCheckpoints far in the future", err)
+		equalSlices(t, "TakeExpiredCheckpoints far in the future", got, []domain.Checkpoint{a[1], a[4]}, canonCheckpoint)
+	})
+
+	s.run(t, "Limit", func(t *testing.T, e *env) {
+		sess := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
+		cps := expiring(e, sess, at(5*time.Minute), at(4*time.Minute), at(3*time.Minute), at(2*time.Minute), at(time.Minute))
+		_, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, at(time.Hour), -1)
+		wantErr(t, "TakeExpiredCheckpoints with a negative limit", err, domain.ErrInvalid)
+		for _, c := range []struct {
+			limit int
+			want  []domain.Checkpoint
+		}{
+			{1, []domain.Checkpoint{cps[4]}},
+			{2, []domain.Checkpoint{cps[3], cps[2]}},
+			{0, []domain.Checkpoint{cps[1], cps[0]}},
+			{2, nil},
+		} {
+			got, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, at(time.Hour), c.limit)
+			must(t, "TakeExpiredCheckpoints", err)
+			equalSlices(t, fmt.Sprintf("TakeExpiredCheckpoints(limit %d)", c.limit), got, c.want, canonCheckpoint)
+		}
+	})
+
+	s.run(t, "Race", func(t *testing.T, e *env) {
+		sessA := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
+		sessB := e.createSession(tenantB, ownerA, "Chat", at(0), at(0))
+		var want []string
+		for i := range 20 {
+			sess := sessA
+			if i%2 == 1 {
+				sess = sessB
+			}
+			cp := expiring(e, sess, at(time.Duration(i)*time.Second))[0]
+			want = append(want, cp.ID)
+		}
+		const callers = 8
+		got := make([][]string, callers)
+		errs := make([]error, callers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				for {
+					cps, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, at(time.Hour), 3)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					if len(cps) == 0 {
+						return
+					}
+					for _, cp := range cps {
+						got[i] = append(got[i], cp.ID)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		var all []string
+		for i := range callers {
+			must(t, "concurrent TakeExpiredCheckpoints", errs[i])
+			all = append(all, got[i]...)
+		}
+		sameSet(t, "checkpoints returned by concurrent TakeExpiredCheckpoints calls (each exactly once)", all, want)
 	})
 }

@@ -70,6 +70,7 @@ func canonMessage(m domain.Message) domain.Message {
 	}
 	m.Citations = canonSlice(m.Citations)
 	m.Attachments = canonSlice(m.Attachments)
+	m.LeaseUntil = canonTime(m.LeaseUntil)
 	m.CreatedAt = canonTime(m.CreatedAt)
 	m.UpdatedAt = canonTime(m.UpdatedAt)
 	return m
@@ -88,6 +89,12 @@ func canonArtifact(a domain.Artifact) domain.Artifact {
 	}
 	a.CreatedAt = canonTime(a.CreatedAt)
 	return a
+}
+
+func canonResult(r domain.StoredResult) domain.StoredResult {
+	r.Data = canonRaw(r.Data)
+	r.CreatedAt = canonTime(r.CreatedAt)
+	return r
 }
 
 func canonRunEvent(e domain.RunEvent) domain.RunEvent {

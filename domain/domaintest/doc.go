@@ -15,7 +15,13 @@
 // The factory is called once per subtest and subtests run in parallel, so
 // each call must return repositories over an empty store of its own. Run
 // the suite with the race detector (go test -race): several subtests
-// race goroutines against Claim and TakeCheckpoint.
+// race goroutines against Claim, ClaimRun, FailExpired, TakeCheckpoint and
+// TakeExpiredCheckpoints.
+//
+// Pass an [Options] when the store is configured with limits other than
+// the defaults (10 results per session, 8 MiB per result), e.g.
+//
+//	domaintest.RunRepositoryTests(t, newRepos, domaintest.Options{ResultsKeep: 3, ResultBytes: 1000})
 //
 // # What the suite requires
 //
@@ -41,14 +47,39 @@
 //     Role, SessionID, Attachments and CreatedAt.
 //   - Claim sets UpdatedAt to the store's current time and rejects an
 //     empty run id with ErrInvalid.
-//   - FailStale affects generating messages with UpdatedAt strictly before
-//     the cutoff, in every tenant, and keeps the rest of each message.
+//   - FailStale affects generating messages without a run lease whose
+//     UpdatedAt is strictly before the cutoff, in every tenant, and keeps
+//     the rest of each message.
 //   - DeleteCheckpoint and DeleteArtifact return ErrNotFound when there is
 //     nothing to delete.
 //   - AppendRunEvents rejects a Seq below 1, an empty run or tenant id, and
 //     a batch that mixes runs or tenants with ErrInvalid; ListRunEvents
 //     returns an empty slice, not an error, for an unknown run or another
 //     tenant's run, and ErrInvalid for a negative limit.
+//   - CreateMessages stores LeaseUntil and CancelRequested as given;
+//     UpdateMessage keeps both.
+//   - ClaimRun rejects an empty run id or a zero lease with ErrInvalid,
+//     conflicts with a message claimed by Claim, and sets UpdatedAt to the
+//     store's current time. RenewLease rejects an empty run id or a zero
+//     time with ErrInvalid, changes only LeaseUntil (not UpdatedAt), and
+//     renews a lease that expired but was not reaped yet. RequestCancel
+//     changes only CancelRequested, also on an unclaimed generating
+//     message. FailExpired keeps the rest of each message it fails (RunID
+//     and LeaseUntil included), sets UpdatedAt to the store's current
+//     time, treats a lease ending exactly at now as live, and rejects a
+//     negative limit with ErrInvalid; so does TakeExpiredCheckpoints.
+//   - RunEventNotifier (checked when RunEvents implements it): the channel
+//     has capacity 1; a subscriber is signalled within 10 s of an append
+//     to its run, and gets nothing within 300 ms for appends to other
+//     runs or to the same run id in another tenant; after stop, or once
+//     its context is done, no further signal arrives (the channel may be
+//     closed or left open).
+//   - ResultRepository: automatic names start at result_1 in each session,
+//     skip names a caller chose, and are never reused after eviction; a
+//     result rejected with ErrTooLarge uses up no name. GetResult,
+//     ListResults and PutResult return ErrNotFound for a session that does
+//     not exist in the tenant; a name that fails domain.ValidName is
+//     ErrInvalid. Data comes back byte for byte.
 //
 // # Comparisons
 //
@@ -62,6 +93,11 @@
 // them as text, json or bytea, or inside a document written with
 // encoding/json, passes, while a PostgreSQL jsonb column, which reorders
 // keys and rewrites escapes, does not.
+//
+// The tenant-isolation part calls every tenant-scoped method of every
+// repository with tenant B and tenant A's ids and checks that the answer
+// is ErrNotFound (or empty, for the listings documented so) and that
+// nothing of tenant A changed.
 //
 // Where tenant B creates data that reuses one of tenant A's ids (a session,
 // message or artifact id, the message id of a checkpoint, a run id), the

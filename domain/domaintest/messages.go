@@ -252,9 +252,11 @@ func (s *suite) messageTests(t *testing.T) {
 			mk(sessA, domain.StatusComplete, at(0), ""),
 			mk(sessA, domain.StatusAwaitingInput, at(0), domain.NewID()),
 			mk(sessA, domain.StatusFailed, at(0), ""),
+			mk(sessA, domain.StatusGenerating, at(0), domain.NewID()), // leased: the reaper's, not FailStale's
 		}
+		kept[5].LeaseUntil = at(time.Minute)
 		kept[4].Metadata.Error = &domain.MessageError{Code: "model_error", Message: "earlier failure", Time: at(0)}
-		e.createMessages(stale[0], stale[1], kept[0], kept[1], kept[2], kept[3], kept[4])
+		e.createMessages(stale[0], stale[1], kept[0], kept[1], kept[2], kept[3], kept[4], kept[5])
 		e.createMessages(stale[2])
 		staleWant := make([]domain.Message, len(stale))
 		for i, m := range stale {

@@ -24,28 +24,76 @@ import (
 // so newRepos must return repositories over a store that is empty and not
 // shared with any other call (for a database: a fresh schema or database
 // per call, dropped with t.Cleanup). Every field of the returned
-// Repositories must be non-nil and all five must share one store, because
-// the suite checks that DeleteSession cascades to messages, checkpoints,
-// artifacts and run events.
+// Repositories must be non-nil and all of them must share one store,
+// because the suite checks that DeleteSession cascades to messages,
+// checkpoints, artifacts, run events and results, and that RunRepository
+// acts on the messages of MessageRepository.
+//
+// opts, at most one, tells the suite the limits the store was configured
+// with (see Options); without it the suite assumes the defaults. The
+// notifier cases run only when RunEvents implements
+// domain.RunEventNotifier.
 //
 // See the package documentation for the behaviour the suite requires.
-func RunRepositoryTests(t *testing.T, newRepos func(t *testing.T) domain.Repositories) {
+func RunRepositoryTests(t *testing.T, newRepos func(t *testing.T) domain.Repositories, opts ...Options) {
 	t.Helper()
 	if newRepos == nil {
 		t.Fatal("domaintest: newRepos is nil")
 	}
-	s := &suite{newRepos: newRepos}
+	if len(opts) > 1 {
+		t.Fatalf("domaintest: RunRepositoryTests takes at most one Options, got %d", len(opts))
+	}
+	var o Options
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	if o.ResultsKeep < 0 || o.ResultBytes < 0 {
+		t.Fatalf("domaintest: negative limits in %+v", o)
+	}
+	if o.ResultsKeep == 0 {
+		o.ResultsKeep = DefaultResultsKeep
+	}
+	if o.ResultBytes == 0 {
+		o.ResultBytes = DefaultResultBytes
+	}
+	s := &suite{newRepos: newRepos, opts: o}
 	s.group(t, "Sessions", s.sessionTests)
 	s.group(t, "Messages", s.messageTests)
+	s.group(t, "Runs", s.runTests)
 	s.group(t, "Checkpoints", s.checkpointTests)
 	s.group(t, "Artifacts", s.artifactTests)
 	s.group(t, "RunEvents", s.runEventTests)
+	s.group(t, "RunEventNotifier", s.notifierTests)
+	s.group(t, "Results", s.resultTests)
 	s.group(t, "TenantIsolation", s.isolationTests)
 	s.group(t, "CascadeDelete", s.cascadeTests)
 }
 
+// Defaults the suite assumes for the fields of Options left zero. They are
+// the defaults of the stores in this module (domain/memory,
+// domain/postgres).
+const (
+	DefaultResultsKeep = 10
+	DefaultResultBytes = 8 << 20
+)
+
+// Options describes the store under test where the domain interfaces leave
+// a choice to the implementation. Configure the store the factory returns
+// with the same values you pass here; small values keep the suite fast.
+type Options struct {
+	// ResultsKeep is how many named results per session the
+	// ResultRepository keeps before it evicts the oldest; 0 means
+	// DefaultResultsKeep.
+	ResultsKeep int
+	// ResultBytes is the largest StoredResult.Data the ResultRepository
+	// accepts (larger yields domain.ErrTooLarge); 0 means
+	// DefaultResultBytes. The suite stores a result of exactly this size.
+	ResultBytes int64
+}
+
 type suite struct {
 	newRepos func(t *testing.T) domain.Repositories
+	opts     Options
 }
 
 // env is what a subtest works with: its own fresh repositories and the
@@ -71,7 +119,8 @@ func (s *suite) run(t *testing.T, name string, fn func(t *testing.T, e *env)) {
 	t.Run(name, func(t *testing.T) {
 		t.Parallel()
 		r := s.newRepos(t)
-		if r.Sessions == nil || r.Messages == nil || r.Checkpoints == nil || r.Artifacts == nil || r.RunEvents == nil {
+		if r.Sessions == nil || r.Messages == nil || r.Checkpoints == nil || r.Artifacts == nil || r.RunEvents == nil ||
+			r.Runs == nil || r.Results == nil {
 			t.Fatalf("domaintest: newRepos returned a Repositories with a nil field: %+v", r)
 		}
 		fn(t, &env{t: t, ctx: t.Context(), Repositories: r})
@@ -220,6 +269,10 @@ func richMessage(tenant, sessionID string, created time.Time) *domain.Message {
 		Parts:     allParts(),
 		Status:    domain.StatusAwaitingInput,
 		RunID:     domain.NewID(),
+		// A lease and a cancel request, so that CreateMessages is seen to
+		// store them and UpdateMessage to keep them.
+		LeaseUntil:      created.Add(time.Minute),
+		CancelRequested: true,
 		Metadata: domain.MessageMetadata{
 			Model: "model-large",
 			ToolCalls: []domain.ToolCallRecord{{

@@ -4,8 +4,10 @@
 //
 // New returns a [Store], which implements [domain.SessionRepository],
 // [domain.MessageRepository], [domain.CheckpointRepository],
-// [domain.ArtifactRepository] and [domain.RunEventRepository]. Pass
-// [Store.Repositories] wherever a [domain.Repositories] is needed:
+// [domain.ArtifactRepository], [domain.RunEventRepository] (and
+// [domain.RunEventNotifier]), [domain.RunRepository] and
+// [domain.ResultRepository]. Pass [Store.Repositories] wherever a
+// [domain.Repositories] is needed:
 //
 //	repos := memory.New().Repositories()
 //	err := repos.Sessions.CreateSession(ctx, &domain.Session{
@@ -18,7 +20,9 @@
 // method docs spell out the details. In short:
 //
 //   - Everything lives in one state behind one mutex, so cascading deletes,
-//     all-or-nothing batches, Claim and TakeCheckpoint are atomic.
+//     all-or-nothing batches, Claim, ClaimRun, FailExpired, TakeCheckpoint
+//     and TakeExpiredCheckpoints are atomic: of concurrent callers exactly
+//     one wins each message or checkpoint.
 //   - Values are deep-copied on the way in and on the way out; mutating a
 //     value after passing it in, or a value returned, never changes the
 //     store.
@@ -35,6 +39,22 @@
 //     UpdatedAt with the current time.
 //   - DeleteCheckpoint and DeleteArtifact report a missing entry with
 //     [domain.ErrNotFound].
+//   - Leases: ClaimRun sets RunID, LeaseUntil and UpdatedAt; RenewLease
+//     changes only LeaseUntil and RequestCancel only CancelRequested;
+//     UpdateMessage never changes either. FailExpired fails generating
+//     messages whose non-zero lease ended, in every tenant, and keeps
+//     their RunID and LeaseUntil.
+//   - Notifications: SubscribeRunEvents is an in-process broadcast. Every
+//     AppendRunEvents signals the subscribers of that tenant's run on a
+//     channel with a buffer of one (signals coalesce); DeleteSession
+//     signals the subscribers of the runs whose events it removed. A
+//     subscription starts no goroutine, and stop (idempotent) or the end
+//     of its context removes it. Other processes are not notified.
+//   - Results: each session keeps [Options].ResultsPerSession named
+//     results (default 10) of at most [Options].MaxResultBytes each
+//     (default 8 MiB); configure them with [NewWithOptions]. Automatic
+//     names result_1, result_2, ... are never reused within a session,
+//     and DeleteSession deletes the session's results.
 //
 // Nothing is persisted: the data is gone when the process exits.
 package memory

@@ -78,3 +78,29 @@ func Example() {
 	// assistant, generating, claimed=true: ""
 	// other tenant: true
 }
+
+// ExampleNewWithOptions keeps fewer and smaller named results per session
+// than the defaults.
+func ExampleNewWithOptions() {
+	ctx := context.Background()
+	store := memory.NewWithOptions(memory.Options{ResultsPerSession: 2, MaxResultBytes: 1 << 20})
+	session := &domain.Session{ID: domain.NewID(), TenantID: "acme", OwnerID: "alice", Title: "Q3"}
+	if err := store.CreateSession(ctx, session); err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		if _, err := store.PutResult(ctx, &domain.StoredResult{TenantID: "acme", SessionID: session.ID, Data: []byte(`{}`)}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	names, err := store.ListResults(ctx, "acme", session.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(names)
+	_, err = store.PutResult(ctx, &domain.StoredResult{TenantID: "acme", SessionID: session.ID, Data: make([]byte, 2<<20)})
+	fmt.Println(errors.Is(err, domain.ErrTooLarge))
+	// Output:
+	// [result_2 result_3]
+	// true
+}

@@ -22,6 +22,15 @@ func TestRepositories(t *testing.T) {
 	})
 }
 
+// TestRepositoriesWithOptions runs the suite against a store with small
+// limits, so that the suite checks the limits are the configured ones.
+func TestRepositoriesWithOptions(t *testing.T) {
+	o := memory.Options{ResultsPerSession: 3, MaxResultBytes: 1000}
+	domaintest.RunRepositoryTests(t, func(t *testing.T) domain.Repositories {
+		return memory.NewWithOptions(o).Repositories()
+	}, domaintest.Options{ResultsKeep: o.ResultsPerSession, ResultBytes: o.MaxResultBytes})
+}
+
 // Fixed ids, so that fixture functions return equal values on every call.
 const (
 	tenant    = "acme"

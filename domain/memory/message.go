@@ -234,8 +234,9 @@ func (s *Store) Claim(ctx context.Context, tenantID, messageID, runID string) er
 }
 
 // FailStale marks every message, in every tenant, whose Status is
-// generating (claimed or not) and whose UpdatedAt is before cutoff as
-// failed: Status becomes domain.StatusFailed, Metadata.Error a copy of e
+// generating (claimed or not), that holds no run lease (zero LeaseUntil:
+// leased runs are failed by lease expiry, see FailExpired) and whose
+// UpdatedAt is before cutoff as failed: Status becomes domain.StatusFailed, Metadata.Error a copy of e
 // and UpdatedAt the current time; the rest of the message is kept. It
 // returns how many messages it changed.
 func (s *Store) FailStale(ctx context.Context, cutoff time.Time, e domain.MessageError) (int, error) {
@@ -247,7 +248,7 @@ func (s *Store) FailStale(ctx context.Context, cutoff time.Time, e domain.Messag
 	t := now()
 	n := 0
 	for _, sm := range s.messages {
-		if sm.msg.Status != domain.StatusGenerating || !sm.msg.UpdatedAt.Before(cutoff) {
+		if sm.msg.Status != domain.StatusGenerating || !sm.msg.LeaseUntil.IsZero() || !sm.msg.UpdatedAt.Before(cutoff) {
 			continue
 		}
 		errCopy := e

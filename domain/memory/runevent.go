@@ -18,7 +18,8 @@ import (
 // nothing.
 //
 // Run logs are per tenant: the same run id in two tenants names two
-// independent logs.
+// independent logs. After a successful append the run's subscribers
+// (SubscribeRunEvents) are signalled.
 func (s *Store) AppendRunEvents(ctx context.Context, events ...domain.RunEvent) error {
 	const op = "append run events"
 	if err := checkCtx(ctx, op); err != nil {
@@ -73,6 +74,7 @@ func (s *Store) AppendRunEvents(ctx context.Context, events ...domain.RunEvent) 
 		log = append(log, c)
 	}
 	s.runEvents[k] = log
+	s.signal(k)
 	return nil
 }
 

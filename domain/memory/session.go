@@ -162,8 +162,11 @@ func (s *Store) UpdateSession(ctx context.Context, sess *domain.Session) error {
 
 // DeleteSession removes the session with id in tenantID together with its
 // messages, the checkpoints and artifacts of the session or of its
-// messages, and the run events of the session, all in one step. An unknown
-// session yields domain.ErrNotFound and removes nothing.
+// messages, the run events of the session and its named results, all in
+// one step. Subscribers of the runs whose events were removed are
+// signalled, so a watcher reads the log again and finds it gone; the
+// notifier keeps no other per-run state. An unknown session yields
+// domain.ErrNotFound and removes nothing.
 func (s *Store) DeleteSession(ctx context.Context, tenantID, id string) error {
 	const op = "delete session"
 	if err := checkCtx(ctx, op); err != nil {
@@ -197,12 +200,16 @@ func (s *Store) DeleteSession(ctx context.Context, tenantID, id string) error {
 			continue
 		}
 		kept := slices.DeleteFunc(evs, func(e domain.RunEvent) bool { return e.SessionID == id })
+		if len(kept) < len(evs) {
+			s.signal(k)
+		}
 		if len(kept) == 0 {
 			delete(s.runEvents, k)
 		} else {
 			s.runEvents[k] = kept
 		}
 	}
+	delete(s.results, id)
 	delete(s.sessions, id)
 	return nil
 }

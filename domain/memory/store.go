@@ -14,8 +14,8 @@ import (
 // read-write mutex, so a cascading DeleteSession, an all-or-nothing
 // CreateMessages or a Claim is atomic with respect to every other call.
 //
-// Create a Store with New; the zero value is not usable. A Store is safe
-// for concurrent use. Values passed in are copied before they are stored
+// Create a Store with New or NewWithOptions; the zero value is not
+// usable. A Store is safe for concurrent use. Values passed in are copied before they are stored
 // and values returned are fresh copies, so callers may modify either
 // freely without affecting the stored state.
 type Store struct {
@@ -34,6 +34,17 @@ type Store struct {
 	// messageArtifacts lists each message's artifact ids in insertion order.
 	messageArtifacts map[messageKey][]string
 	runEvents        map[runKey][]domain.RunEvent // sorted by Seq
+	// results holds each session's named results, by session id.
+	results map[string]*sessionResults
+
+	resultsKeep int
+	resultBytes int64
+
+	// subMu guards subs, the live run-event subscriptions. It is separate
+	// from mu so that subscribing and stopping never wait for a writer,
+	// and it is only ever taken after mu, never before.
+	subMu sync.Mutex
+	subs  map[runKey]map[*subscription]struct{}
 }
 
 type storedMessage struct {
@@ -60,10 +71,45 @@ var (
 	_ domain.CheckpointRepository = (*Store)(nil)
 	_ domain.ArtifactRepository   = (*Store)(nil)
 	_ domain.RunEventRepository   = (*Store)(nil)
+	_ domain.RunEventNotifier     = (*Store)(nil)
+	_ domain.RunRepository        = (*Store)(nil)
+	_ domain.ResultRepository     = (*Store)(nil)
 )
 
-// New returns an empty Store.
-func New() *Store {
+// Defaults for Options.
+const (
+	// DefaultResultsPerSession is how many named results a session keeps
+	// when Options.ResultsPerSession is 0.
+	DefaultResultsPerSession = 10
+	// DefaultMaxResultBytes is the largest StoredResult.Data accepted when
+	// Options.MaxResultBytes is 0: 8 MiB.
+	DefaultMaxResultBytes = 8 << 20
+)
+
+// Options configures a Store made by NewWithOptions. The zero value gives
+// the defaults, the same Store as New.
+type Options struct {
+	// ResultsPerSession bounds the named results (ResultRepository) each
+	// session keeps; when a session holds more, the oldest are deleted.
+	// 0 or less means DefaultResultsPerSession.
+	ResultsPerSession int
+	// MaxResultBytes is the largest StoredResult.Data that PutResult
+	// accepts; larger data yields domain.ErrTooLarge. 0 or less means
+	// DefaultMaxResultBytes.
+	MaxResultBytes int64
+}
+
+// New returns an empty Store with the default Options.
+func New() *Store { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns an empty Store configured by o.
+func NewWithOptions(o Options) *Store {
+	if o.ResultsPerSession <= 0 {
+		o.ResultsPerSession = DefaultResultsPerSession
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
 	return &Store{
 		sessions:         make(map[string]*domain.Session),
 		messages:         make(map[string]*storedMessage),
@@ -72,6 +118,10 @@ func New() *Store {
 		artifacts:        make(map[string]*storedArtifact),
 		messageArtifacts: make(map[messageKey][]string),
 		runEvents:        make(map[runKey][]domain.RunEvent),
+		results:          make(map[string]*sessionResults),
+		resultsKeep:      o.ResultsPerSession,
+		resultBytes:      o.MaxResultBytes,
+		subs:             make(map[runKey]map[*subscription]struct{}),
 	}
 }
 
@@ -84,6 +134,8 @@ func (s *Store) Repositories() domain.Repositories {
 		Checkpoints: s,
 		Artifacts:   s,
 		RunEvents:   s,
+		Runs:        s,
+		Results:     s,
 	}
 }
 
@@ -95,7 +147,8 @@ func (s *Store) nextSeq() uint64 {
 }
 
 // now is the time the store stamps on rows it changes by itself (Claim,
-// FailStale) and on rows created without a timestamp.
+// ClaimRun, FailStale, FailExpired) and on rows created without a
+// timestamp.
 func now() time.Time { return time.Now().UTC() }
 
 // checkCtx returns the context's error, wrapped with op, when ctx is done.
