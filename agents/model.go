@@ -200,6 +200,12 @@ const (
 	ChunkUsage
 	// ChunkStop carries the stop reason.
 	ChunkStop
+	// ChunkItem carries, in Item, provider output that is neither answer
+	// text, reasoning nor a client tool call: citations, tools the
+	// provider ran itself and their results, executed code, inline media,
+	// grounding and safety metadata. The Accumulator collects them in
+	// Response.Items; they are never sent back to the model.
+	ChunkItem
 )
 
 // NoIndex marks a tool-call fragment that arrived without an index; it is
@@ -223,6 +229,82 @@ type Chunk struct {
 	ToolCall ToolCallDelta
 	Usage    domain.Usage
 	Stop     StopReason
+	// Item is the provider output of a ChunkItem chunk.
+	Item *ProviderItem
+}
+
+// ItemKind says what a ProviderItem is.
+type ItemKind string
+
+// Provider item kinds.
+const (
+	// ItemCitation is a source backing part of the answer: Citation is
+	// set, Text holds the cited text when the provider sent it.
+	ItemCitation ItemKind = "citation"
+	// ItemServerToolCall is a tool the provider ran on its side (web
+	// search, code execution, URL fetch): ID, Name and Input are set. It
+	// is not an agents tool call and is never run by the executor.
+	ItemServerToolCall ItemKind = "server_tool_call"
+	// ItemServerToolResult is the outcome of a server tool call: ID is
+	// the call it answers, Raw its content.
+	ItemServerToolResult ItemKind = "server_tool_result"
+	// ItemCode is code the model wrote for the provider to execute: Text
+	// is the code, Language its language.
+	ItemCode ItemKind = "code"
+	// ItemCodeResult is the output of executed code in Text; Outcome is
+	// the provider's status (e.g. "OUTCOME_OK").
+	ItemCodeResult ItemKind = "code_result"
+	// ItemMedia is inline media the model produced: MediaType and Data
+	// (decoded bytes), or URI for a file reference.
+	ItemMedia ItemKind = "media"
+	// ItemGrounding is search or URL grounding metadata: Raw holds the
+	// provider's object; the sources also arrive as ItemCitation items.
+	ItemGrounding ItemKind = "grounding"
+	// ItemSafety reports a safety rating that blocked or cut content, or
+	// feedback about the prompt: Text says what, Raw holds the ratings.
+	ItemSafety ItemKind = "safety"
+	// ItemNotice is a message from the provider about the answer: why it
+	// stopped or was refused (Gemini's finishMessage, Anthropic's
+	// stop_details), in Text, with Raw when there is an object.
+	ItemNotice ItemKind = "notice"
+	// ItemUnsupported is provider output bichat does not interpret (a new
+	// content block or item type): Type names it and Raw holds it, so the
+	// host can log or render it; nothing is silently dropped.
+	ItemUnsupported ItemKind = "unsupported"
+)
+
+// ProviderItem is provider output carried beside the answer (see
+// ChunkItem). Only the fields its Kind documents are set; Raw always holds
+// the provider's JSON for it, verbatim.
+type ProviderItem struct {
+	// Provider names the provider, e.g. "anthropic".
+	Provider string   `json:"provider"`
+	Kind     ItemKind `json:"kind"`
+	// Type is the provider's own name for the item, e.g.
+	// "web_search_tool_result", "executableCode" or "url_citation".
+	Type string `json:"type,omitempty"`
+	// ID identifies a server tool call (ItemServerToolCall) or the call a
+	// result answers (ItemServerToolResult).
+	ID string `json:"id,omitempty"`
+	// Name is the server tool's name.
+	Name string `json:"name,omitempty"`
+	// Input is the server tool call's input (JSON).
+	Input json.RawMessage `json:"input,omitempty"`
+	// Text is the item's readable content: cited text, code, code output,
+	// a safety explanation.
+	Text string `json:"text,omitempty"`
+	// Language is the language of ItemCode.
+	Language string `json:"language,omitempty"`
+	// Outcome is the status of ItemCodeResult.
+	Outcome string `json:"outcome,omitempty"`
+	// MediaType, Data and URI describe ItemMedia.
+	MediaType string `json:"media_type,omitempty"`
+	Data      []byte `json:"data,omitempty"`
+	URI       string `json:"uri,omitempty"`
+	// Citation is set on ItemCitation.
+	Citation *domain.Citation `json:"citation,omitempty"`
+	// Raw is the provider's JSON for the item, verbatim.
+	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
 // ToolCallDelta is a fragment of a streamed tool call. The first fragment
@@ -239,6 +321,14 @@ type ToolCallDelta struct {
 	Provider  string
 	// Opaque is provider data for the call (e.g. a thought signature).
 	Opaque []byte
+	// Incomplete marks the call at Index (the latest call for NoIndex) as
+	// cut before its end: the response hit the output token limit, or a
+	// filter or refusal stopped it, in the middle of the call. The
+	// Accumulator drops the call, so it is never run with broken
+	// arguments, and keeps the provider's stop reason (StopMaxTokens when
+	// that was end_turn, tool_use or none) even when other, complete calls
+	// remain. A fragment with Incomplete set carries nothing else.
+	Incomplete bool
 }
 
 // TextChunk returns a ChunkText chunk.
@@ -264,8 +354,14 @@ type Response struct {
 	Message Message
 	Usage   domain.Usage
 	// Stop is the provider's stop reason; StopToolUse when the message has
-	// tool calls but the provider reported something else.
+	// tool calls but the provider reported something else, except that a
+	// response with a cut call (ToolCallDelta.Incomplete) keeps the
+	// provider's reason, StopMaxTokens when that was end_turn or tool_use.
 	Stop StopReason
+	// Items is the provider output carried beside the message (ChunkItem
+	// chunks), in arrival order: citations, server tool calls and
+	// results, executed code, media, grounding and safety reports.
+	Items []ProviderItem
 }
 
 // Generate sends req to m and collects the whole response.
@@ -285,8 +381,8 @@ func Generate(ctx context.Context, m Model, req *Request) (*Response, error) {
 // Accumulator assembles streamed chunks into a Response. The zero value is
 // ready to use. It implements the fragment rules providers rely on: tool
 // calls keyed by index, a new id at a used index starts a new call, a
-// fragment without index extends the latest call, and empty arguments
-// become {}.
+// fragment without index extends the latest call, empty arguments become
+// {}, and a call marked incomplete (ToolCallDelta.Incomplete) is dropped.
 type Accumulator struct {
 	parts []domain.Part
 	// calls tracks open tool calls: parts index by stream index.
@@ -294,9 +390,17 @@ type Accumulator struct {
 	lastCall  int // parts index of the latest call, -1 when none
 	reasoning []reasonSlot
 	args      [][]byte // argument text, parallel to parts (lazily grown)
-	usage     domain.Usage
-	stop      StopReason
-	started   bool
+	// bufs collects the text of parts that got more than one fragment,
+	// parallel to parts (lazily grown, nil where unused): appending to a
+	// builder is linear where string concatenation is quadratic in the
+	// number of fragments. Response copies them into the parts.
+	bufs    []*partBuf
+	usage   domain.Usage
+	stop    StopReason
+	started bool
+	items   []ProviderItem
+	// cut marks parts indexes of calls reported incomplete.
+	cut map[int]bool
 }
 
 type callSlot struct {
@@ -307,6 +411,53 @@ type callSlot struct {
 type reasonSlot struct {
 	index int
 	part  int
+}
+
+// partBuf holds the growing text of one part: the answer text of a text
+// part, or the reasoning text and signature of a reasoning part.
+type partBuf struct {
+	text strings.Builder
+	sig  strings.Builder
+}
+
+// buf returns the buffer of part pi, creating it seeded with the part's
+// current text (and, for reasoning, signature).
+func (a *Accumulator) buf(pi int) *partBuf {
+	for len(a.bufs) <= pi {
+		a.bufs = append(a.bufs, nil)
+	}
+	b := a.bufs[pi]
+	if b == nil {
+		b = new(partBuf)
+		p := &a.parts[pi]
+		if p.Type == domain.PartReasoning {
+			b.text.WriteString(p.Reasoning.Text)
+			b.sig.WriteString(p.Reasoning.Signature)
+		} else {
+			b.text.Grow(8 * len(p.Text))
+			b.text.WriteString(p.Text)
+		}
+		a.bufs[pi] = b
+	}
+	return b
+}
+
+// flush copies the buffered text into the parts. A builder never changes
+// the bytes its String already returned, so fragments added later keep
+// appending.
+func (a *Accumulator) flush() {
+	for pi, b := range a.bufs {
+		if b == nil {
+			continue
+		}
+		p := &a.parts[pi]
+		if p.Type == domain.PartReasoning {
+			p.Reasoning.Text = b.text.String()
+			p.Reasoning.Signature = b.sig.String()
+		} else {
+			p.Text = b.text.String()
+		}
+	}
 }
 
 // ErrMalformedStream reports chunks that cannot be assembled.
@@ -324,7 +475,7 @@ func (a *Accumulator) Add(c Chunk) error {
 			return nil
 		}
 		if n := len(a.parts); n > 0 && a.parts[n-1].Type == domain.PartText {
-			a.parts[n-1].Text += c.Text
+			a.buf(n - 1).text.WriteString(c.Text)
 			return nil
 		}
 		a.parts = append(a.parts, domain.TextPart(c.Text))
@@ -341,8 +492,15 @@ func (a *Accumulator) Add(c Chunk) error {
 			a.reasoning = append(a.reasoning, reasonSlot{index: c.Index, part: pi})
 		}
 		r := a.parts[pi].Reasoning
-		r.Text += c.Text
-		r.Signature += c.Signature
+		switch {
+		case r.Text == "" && r.Signature == "" && (pi >= len(a.bufs) || a.bufs[pi] == nil):
+			// The block's first fragment: no copy.
+			r.Text, r.Signature = c.Text, c.Signature
+		case c.Text != "" || c.Signature != "":
+			b := a.buf(pi)
+			b.text.WriteString(c.Text)
+			b.sig.WriteString(c.Signature)
+		}
 		if len(c.Opaque) > 0 {
 			r.Opaque = append([]byte(nil), c.Opaque...)
 			r.Provider = c.Provider
@@ -355,6 +513,10 @@ func (a *Accumulator) Add(c Chunk) error {
 		a.usage = c.Usage
 	case ChunkStop:
 		a.stop = c.Stop
+	case ChunkItem:
+		if c.Item != nil {
+			a.items = append(a.items, *c.Item)
+		}
 	default:
 		return fmt.Errorf("%w: unknown chunk type %d", ErrMalformedStream, c.Type)
 	}
@@ -362,6 +524,18 @@ func (a *Accumulator) Add(c Chunk) error {
 }
 
 func (a *Accumulator) addToolCall(d ToolCallDelta) error {
+	if d.Incomplete {
+		for i := len(a.calls) - 1; i >= 0; i-- {
+			if a.calls[i].index == d.Index || d.Index == NoIndex && a.calls[i].part == a.lastCall {
+				if a.cut == nil {
+					a.cut = map[int]bool{}
+				}
+				a.cut[a.calls[i].part] = true
+				break
+			}
+		}
+		return nil
+	}
 	pi := -1
 	if d.Index == NoIndex {
 		pi = a.lastCall
@@ -416,10 +590,33 @@ func (a *Accumulator) HasToolCalls() bool { return len(a.calls) > 0 }
 // Response returns the assembled response. Tool calls get their arguments
 // ("{}" when none arrived); a call without a name is an error. Arguments
 // that are not valid JSON are kept as a JSON string so the executor can
-// report them to the model as a tool error.
+// report them to the model as a tool error. Calls marked incomplete are
+// left out, and provider items are returned in Response.Items. Call it
+// once, after the last chunk.
 func (a *Accumulator) Response() (*Response, error) {
-	resp := &Response{Usage: a.usage, Stop: a.stop}
-	parts := a.parts
+	resp := &Response{Usage: a.usage, Stop: a.stop, Items: a.items}
+	a.flush()
+	parts, args := a.parts, a.args
+	truncated := len(a.cut) > 0
+	if truncated {
+		kept := make([]domain.Part, 0, len(parts))
+		args = nil
+		for i, p := range parts {
+			if a.cut[i] {
+				continue
+			}
+			kept = append(kept, p)
+			var raw []byte
+			if i < len(a.args) {
+				raw = a.args[i]
+			}
+			args = append(args, raw)
+		}
+		parts = kept
+		if resp.Stop == "" || resp.Stop == StopEndTurn || resp.Stop == StopToolUse {
+			resp.Stop = StopMaxTokens
+		}
+	}
 	nCalls := 0
 	for i := range parts {
 		p := &parts[i]
@@ -431,12 +628,12 @@ func (a *Accumulator) Response() (*Response, error) {
 			return nil, fmt.Errorf("%w: tool call %q without a name", ErrMalformedStream, p.ToolCall.ID)
 		}
 		var raw []byte
-		if i < len(a.args) {
-			raw = a.args[i]
+		if i < len(args) {
+			raw = args[i]
 		}
 		p.ToolCall.Arguments = normalizeArguments(raw)
 	}
-	if nCalls > 0 && resp.Stop != StopToolUse {
+	if nCalls > 0 && resp.Stop != StopToolUse && !truncated {
 		resp.Stop = StopToolUse
 	}
 	if resp.Stop == "" {

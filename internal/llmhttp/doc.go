@@ -15,4 +15,9 @@
 // ({"error":{...}} for OpenAI, {"type":"error",...} for Anthropic, ...)
 // into an *APIError prefilled with the status, request id, Retry-After and
 // a default retry decision.
+//
+// TailReader sits between a response body and the shared SSE reader: it
+// makes an unterminated last event dispatchable (CutTail tells a last
+// event cut in the middle apart) and can keep JSON written outside data:
+// lines (Stray), so a provider decides about both instead of losing them.
 package llmhttp

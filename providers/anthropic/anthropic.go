@@ -2,7 +2,10 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strings"
@@ -182,9 +185,16 @@ func (m *Model) body(req *agents.Request) ([]byte, error) {
 	return b, nil
 }
 
-// decodeStream reads the SSE body until message_stop.
+// decodeStream reads the SSE body until message_stop. A last event the
+// server did not close with a blank line is still decoded (see
+// llmhttp.TailReader); one cut in the middle is an incomplete stream. A
+// JSON body (a proxy that ignored "stream") is read as a whole message.
 func decodeStream(resp *http.Response, yield func(agents.Chunk) bool) error {
-	r := sse.NewReader(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		return decodeWhole(resp, yield)
+	}
+	tail := llmhttp.NewTailReader(resp.Body, false)
+	r := sse.NewReader(tail)
 	var d decoder
 	buf := make([]agents.Chunk, 0, 4)
 	for {
@@ -198,8 +208,81 @@ func decodeStream(resp *http.Response, yield func(agents.Chunk) bool) error {
 				return nil
 			}
 		}
-		if err != nil || d.done {
+		if err != nil {
+			if cutTail(err, tail, r) {
+				return llmhttp.CutTailError(providerName, err)
+			}
 			return err
 		}
+		if d.done {
+			return nil
+		}
 	}
+}
+
+// maxResponse bounds a non-streamed response body.
+const maxResponse = 64 << 20
+
+// decodeWhole reads a whole Messages response (a JSON message object, or
+// an error object) and yields it as the stream would have.
+func decodeWhole(resp *http.Response, yield func(agents.Chunk) bool) error {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return err
+	}
+	out, err := decodeMessage(data)
+	for _, c := range out {
+		if !yield(c) {
+			return nil
+		}
+	}
+	return err
+}
+
+// decodeMessage turns a whole message object into chunks, by the rules of
+// the stream: each content block is started and stopped in turn.
+func decodeMessage(data []byte) ([]agents.Chunk, error) {
+	var m wireMessageResponse
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, &malformedError{event: "message", err: err}
+	}
+	if m.Type == "error" || m.Error != nil {
+		return nil, streamError(m.Error)
+	}
+	if m.Type != "message" {
+		return nil, &malformedError{event: "message", err: fmt.Errorf("type %q is not a message", m.Type)}
+	}
+	var d decoder
+	d.started = true
+	d.addUsage(m.Usage)
+	var out []agents.Chunk
+	for i, raw := range m.Content {
+		ev, err := json.Marshal(struct {
+			Type         string          `json:"type"`
+			Index        int             `json:"index"`
+			ContentBlock json.RawMessage `json:"content_block"`
+		}{"content_block_start", i, raw})
+		if err != nil {
+			return out, &malformedError{event: "message", err: err}
+		}
+		if out, err = d.decode("content_block_start", ev, out); err != nil {
+			return out, err
+		}
+		out = d.stopBlock(i, out)
+	}
+	d.stop = m.StopReason
+	if cuts(d.stop) {
+		out = d.cutCalls(out)
+	}
+	d.done = true
+	return append(out, agents.Chunk{Type: agents.ChunkUsage, Usage: d.Usage()},
+		agents.Chunk{Type: agents.ChunkStop, Stop: mapStop(d.stop)}), nil
+}
+
+// cutTail reports whether err, from decoding the event just read from r,
+// is a malformed last event the server left unterminated: the stream was
+// cut in the middle of it.
+func cutTail(err error, tail *llmhttp.TailReader, r *sse.Reader) bool {
+	var me *malformedError
+	return errors.As(err, &me) && llmhttp.CutTail(tail, r)
 }

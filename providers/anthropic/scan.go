@@ -73,8 +73,10 @@ func scanEvent(data []byte, ev *wireEvent, delta *wireDelta, block *wireEventBlo
 					raw, ok := s.Raw()
 					block.Input = raw
 					return ok
+				case "citations":
+					return s.Null() // citations go to encoding/json
 				default:
-					return !jsonscan.FoldsTo(k, "type", "text", "thinking", "signature", "data", "id", "name", "input") && s.Skip()
+					return !jsonscan.FoldsTo(k, "type", "text", "thinking", "signature", "data", "id", "name", "input", "citations") && s.Skip()
 				}
 				return s.TextInto(dst)
 			})
@@ -84,6 +86,23 @@ func scanEvent(data []byte, ev *wireEvent, delta *wireDelta, block *wireEventBlo
 	})
 	if !ok || !s.AtEnd() {
 		return false
+	}
+	// Blocks and deltas other than text, thinking and client tool use
+	// (server tools, citations, compaction, newer kinds) are carried as
+	// provider items with their raw JSON: encoding/json reads those.
+	if ev.ContentBlock != nil {
+		switch block.Type {
+		case "text", "thinking", "redacted_thinking", "tool_use":
+		default:
+			return false
+		}
+	}
+	if ev.Delta != nil {
+		switch delta.Type {
+		case "text_delta", "input_json_delta", "thinking_delta", "signature_delta":
+		default:
+			return false
+		}
 	}
 	switch typ {
 	case "content_block_delta", "content_block_start", "content_block_stop", "ping", "message_stop":

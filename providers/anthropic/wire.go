@@ -106,6 +106,30 @@ type wireEventBlock struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
+	// ToolUseID is the server tool call a *_tool_result block answers.
+	ToolUseID string `json:"tool_use_id"`
+	// Citations of a text block in a whole (non-streamed) message.
+	Citations []json.RawMessage `json:"citations"`
+}
+
+// wireCitation is the part of a citation (citations_delta, text block
+// citations) mapped to domain.Citation; the whole object is kept raw.
+type wireCitation struct {
+	Type          string `json:"type"`
+	CitedText     string `json:"cited_text"`
+	URL           string `json:"url"`
+	Title         string `json:"title"`
+	DocumentTitle string `json:"document_title"`
+	FileID        string `json:"file_id"`
+}
+
+// wireMessage is a whole (non-streamed) Messages API response.
+type wireMessageResponse struct {
+	Type       string            `json:"type"`
+	Content    []json.RawMessage `json:"content"`
+	StopReason string            `json:"stop_reason"`
+	Usage      *wireUsage        `json:"usage"`
+	Error      *wireError        `json:"error"`
 }
 
 type wireDelta struct {
@@ -114,8 +138,12 @@ type wireDelta struct {
 	PartialJSON string `json:"partial_json"`
 	Thinking    string `json:"thinking"`
 	Signature   string `json:"signature"`
+	// citations_delta
+	Citation *json.RawMessage `json:"citation"`
 	// message_delta
 	StopReason string `json:"stop_reason"`
+	// StopDetails explains a refusal (category, explanation).
+	StopDetails *json.RawMessage `json:"stop_details"`
 }
 
 type wireUsage struct {

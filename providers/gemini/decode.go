@@ -1,9 +1,12 @@
 package gemini
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -36,7 +39,9 @@ type decoder struct {
 	finishMsg string
 	// nonce makes synthesized call ids unique when the response has no
 	// responseId.
-	nonce   string
+	nonce string
+	// seen holds the metadata objects already reported.
+	seen    map[string]bool
 	resp    wireResponse
 	scratch scratch
 }
@@ -141,10 +146,28 @@ func (d *decoder) decode(data []byte, out []agents.Chunk) ([]agents.Chunk, error
 	}
 	c := &r.Candidates[0]
 	if c.Content != nil {
+		var raws []json.RawMessage
 		for i := range c.Content.Parts {
-			out = d.part(&c.Content.Parts[i], r.ResponseID, out)
+			p := &c.Content.Parts[i]
+			if p.Text != nil || p.Thought || p.FunctionCall != nil || (p.ThoughtSignature != "" && !p.carried()) {
+				out = d.part(p, r.ResponseID, out)
+				continue
+			}
+			// Parts carried as provider items, with their JSON verbatim.
+			if raws == nil {
+				raws = rawParts(data)
+			}
+			var raw json.RawMessage
+			if i < len(raws) {
+				raw = raws[i]
+			}
+			d.inThought = false
+			if it := carriedPart(p, raw); it != nil {
+				out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: it})
+			}
 		}
 	}
+	out = d.metadata(r, c, out)
 	if c.FinishReason != "" {
 		d.finish, d.finishMsg = c.FinishReason, c.FinishMessage
 	}
@@ -183,6 +206,13 @@ func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []age
 			c.Opaque, c.Provider = wireOpaque.FromWire(p.ThoughtSignature)
 		}
 		out = append(out, c)
+	case p.Text == nil && p.ThoughtSignature != "":
+		// A part with only a thought signature: a signature-only
+		// reasoning block, as after a text part.
+		d.inThought = false
+		d.reasoning++
+		state, prov := wireOpaque.FromWire(p.ThoughtSignature)
+		out = append(out, agents.Chunk{Type: agents.ChunkReasoning, Index: d.reasoning, Provider: prov, Opaque: state})
 	case p.Text != nil:
 		d.inThought = false
 		if *p.Text != "" {
@@ -198,6 +228,162 @@ func (d *decoder) part(p *wirePart, responseID string, out []agents.Chunk) []age
 		}
 	}
 	return out
+}
+
+// carriedPart returns the provider item for a part that is not text, a
+// thought or a function call: executed code and its result, inline data
+// (decoded), a file reference, or a kind this package does not know
+// (unsupported). An empty part ({}) gives nil.
+func carriedPart(p *wirePart, raw json.RawMessage) *agents.ProviderItem {
+	it := &agents.ProviderItem{Provider: providerName, Raw: bytes.Clone(raw)}
+	switch {
+	case p.ExecutableCode != nil:
+		it.Kind, it.Type, it.Text, it.Language = agents.ItemCode, "executableCode", p.ExecutableCode.Code, p.ExecutableCode.Language
+	case p.CodeExecutionResult != nil:
+		it.Kind, it.Type = agents.ItemCodeResult, "codeExecutionResult"
+		it.Text, it.Outcome = p.CodeExecutionResult.Output, p.CodeExecutionResult.Outcome
+	case p.InlineData != nil:
+		it.Kind, it.Type, it.MediaType = agents.ItemMedia, "inlineData", p.InlineData.MimeType
+		if b, err := base64.StdEncoding.DecodeString(p.InlineData.Data); err == nil {
+			it.Data = b
+		}
+	case p.FileData != nil:
+		it.Kind, it.Type, it.MediaType, it.URI = agents.ItemMedia, "fileData", p.FileData.MimeType, p.FileData.FileURI
+	case emptyObject(raw):
+		return nil
+	default: // functionResponse (never sent by a model) and newer kinds
+		it.Kind, it.Type = agents.ItemUnsupported, "part"
+	}
+	return it
+}
+
+// metadata appends the items for a chunk's citation, grounding, URL
+// context and safety metadata. A streamed answer repeats the same
+// metadata object in several chunks: each distinct one is reported once.
+func (d *decoder) metadata(r *wireResponse, c *wireCandidate, out []agents.Chunk) []agents.Chunk {
+	if len(c.CitationMetadata) == 0 && len(c.GroundingMetadata) == 0 && len(c.URLContextMetadata) == 0 &&
+		len(c.SafetyRatings) == 0 && r.PromptFeedback == nil {
+		return out // the common case: a chunk of parts only
+	}
+	if d.seen == nil && (len(c.CitationMetadata) > 0 || len(c.GroundingMetadata) > 0 || len(c.URLContextMetadata) > 0) {
+		d.seen = map[string]bool{}
+	}
+	fresh := func(kind string, raw json.RawMessage) bool {
+		if len(raw) == 0 || string(raw) == "null" || d.seen[kind+string(raw)] {
+			return false
+		}
+		d.seen[kind+string(raw)] = true
+		return true
+	}
+	if fresh("citation", c.CitationMetadata) {
+		var cm struct {
+			Citations       []json.RawMessage `json:"citations"`
+			CitationSources []json.RawMessage `json:"citationSources"`
+		}
+		if json.Unmarshal(c.CitationMetadata, &cm) != nil {
+			out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+				Kind: agents.ItemUnsupported, Type: "citationMetadata", Raw: bytes.Clone(c.CitationMetadata)}})
+		}
+		for _, raw := range append(cm.Citations, cm.CitationSources...) {
+			var ct wireCitation
+			_ = json.Unmarshal(raw, &ct) // unreadable: carried raw
+			src := "document"
+			if ct.URI != "" {
+				src = "web"
+			}
+			out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+				Kind: agents.ItemCitation, Type: "citationMetadata",
+				Citation: &domain.Citation{Source: src, Title: ct.Title, URL: ct.URI}, Raw: bytes.Clone(raw)}})
+		}
+	}
+	if fresh("grounding", c.GroundingMetadata) {
+		out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+			Kind: agents.ItemGrounding, Type: "groundingMetadata", Raw: bytes.Clone(c.GroundingMetadata)}})
+		var gm struct {
+			GroundingChunks []json.RawMessage `json:"groundingChunks"`
+		}
+		_ = json.Unmarshal(c.GroundingMetadata, &gm) // unreadable: carried raw above
+		for _, raw := range gm.GroundingChunks {
+			var gc map[string]struct {
+				URI   string `json:"uri"`
+				Title string `json:"title"`
+				Text  string `json:"text"`
+			}
+			_ = json.Unmarshal(raw, &gc) // unreadable: no citation to map
+			for kind, src := range gc {  // one of web, maps, retrievedContext
+				out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+					Kind: agents.ItemCitation, Type: "groundingChunk", Text: src.Text,
+					Citation: &domain.Citation{Source: kind, Title: src.Title, URL: src.URI, Snippet: src.Text}, Raw: bytes.Clone(raw)}})
+			}
+		}
+	}
+	if fresh("urlcontext", c.URLContextMetadata) {
+		out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+			Kind: agents.ItemGrounding, Type: "urlContextMetadata", Raw: bytes.Clone(c.URLContextMetadata)}})
+	}
+	if it := safetyItem("safetyRatings", c.SafetyRatings, ""); it != nil {
+		out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: it})
+	}
+	if pf := r.PromptFeedback; pf != nil {
+		if it := safetyItem("promptFeedback", pf.SafetyRatings, pf.BlockReason); it != nil {
+			out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: it})
+		}
+	}
+	return out
+}
+
+// safetyItem reports ratings that blocked content (and a block reason),
+// or nil when nothing was blocked.
+func safetyItem(typ string, ratings []wireSafetyRating, blockReason string) *agents.ProviderItem {
+	var blocked []string
+	for _, r := range ratings {
+		if r.Blocked {
+			blocked = append(blocked, r.Category+" ("+r.Probability+")")
+		}
+	}
+	if len(blocked) == 0 && blockReason == "" {
+		return nil
+	}
+	text := ""
+	if blockReason != "" {
+		text = "blocked: " + blockReason
+	}
+	if len(blocked) > 0 {
+		text = strings.TrimPrefix(text+"; ", "; ") + "blocked by safety rating: " + strings.Join(blocked, ", ")
+	}
+	raw, _ := json.Marshal(ratings)
+	return &agents.ProviderItem{Provider: providerName, Kind: agents.ItemSafety, Type: typ, Text: text, Raw: raw}
+}
+
+// wireCitation is one citationMetadata source.
+type wireCitation struct {
+	StartIndex      int             `json:"startIndex,omitempty"`
+	EndIndex        int             `json:"endIndex,omitempty"`
+	URI             string          `json:"uri,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	License         string          `json:"license,omitempty"`
+	PublicationDate json.RawMessage `json:"publicationDate,omitempty"`
+}
+
+// rawParts returns the raw parts of the first candidate of data.
+func rawParts(data []byte) []json.RawMessage {
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []json.RawMessage `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if json.Unmarshal(data, &r) != nil || len(r.Candidates) == 0 {
+		return []json.RawMessage{}
+	}
+	return r.Candidates[0].Content.Parts
+}
+
+// emptyObject reports whether raw is {} (whitespace allowed).
+func emptyObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && len(m) == 0
 }
 
 // syntheticID makes a stable id for the n-th call of a response.
@@ -228,7 +414,12 @@ func (d *decoder) end(out []agents.Chunk) ([]agents.Chunk, error) {
 	if d.finish == "" {
 		// Gemini has no end marker: a stream that ends before any
 		// finishReason was cut.
-		return out, io.ErrUnexpectedEOF
+		return out, &llmhttp.ConnError{Provider: providerName, Op: "read response",
+			Err: fmt.Errorf("%w: no candidate carried a finishReason (%w)", llmhttp.ErrIncomplete, io.ErrUnexpectedEOF)}
+	}
+	if d.finishMsg != "" && d.finish != "MALFORMED_FUNCTION_CALL" && d.finish != "UNEXPECTED_TOOL_CALL" {
+		out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: providerName,
+			Kind: agents.ItemNotice, Type: "finishMessage", Text: llmhttp.Redact(d.finishMsg)}})
 	}
 	var stop agents.StopReason
 	switch d.finish {

@@ -39,8 +39,27 @@
 // ErrTypeFinish. A blocked prompt (promptFeedback.blockReason) is a
 // non-retryable error of type ErrTypeBlocked.
 //
+// Parts and metadata that are not text, thoughts or function calls become
+// agents.ProviderItem values (agents.ChunkItem chunks, collected in
+// agents.Response.Items), never dropped: executableCode (ItemCode) and
+// codeExecutionResult (ItemCodeResult) parts, inlineData (ItemMedia with
+// the decoded bytes) and fileData (ItemMedia with the URI);
+// citationMetadata sources and groundingMetadata chunks (ItemCitation,
+// with the grounding object itself and urlContextMetadata as
+// ItemGrounding, each distinct object once per response); safety ratings
+// with blocked set and prompt feedback with a block reason (ItemSafety);
+// a finishMessage (ItemNotice); and part kinds this package does not know
+// (ItemUnsupported, raw). A chunk without candidates is no answer: a
+// promptFeedback.blockReason makes it an ErrTypeBlocked error.
+//
 // The stream has no end marker: it ends at EOF, and one that ends before
-// any finishReason is an error wrapping llmhttp.ErrIncomplete. Failures
+// any finishReason is an error wrapping llmhttp.ErrIncomplete (so is a
+// whole response without one). The last chunk usually has no closing
+// blank line: it is flushed and decoded, not dropped as the SSE standard
+// would; when it was cut inside its JSON, the stream is incomplete. A JSON
+// error body written after the events, outside data: lines (how the API
+// reports a failure in the middle of a stream), is returned as that
+// error. Failures
 // before the first chunk (429 RESOURCE_EXHAUSTED, 500, 503 UNAVAILABLE, a
 // reset connection, an error as the first chunk) are retried, honouring
 // the RetryInfo delay; errors are *llmhttp.APIError values.

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"iter"
@@ -162,12 +163,18 @@ func encodeBody(req *agents.Request) ([]byte, error) {
 
 // decodeStream reads the SSE body to its end.
 func decodeStream(resp *http.Response, yield func(agents.Chunk) bool) error {
-	r := sse.NewReader(resp.Body)
+	tail := llmhttp.NewTailReader(resp.Body, true)
+	r := sse.NewReader(tail)
 	var d decoder
 	buf := make([]agents.Chunk, 0, 4)
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
+			if stray := tail.Stray(); stray != nil {
+				// A JSON body outside data: lines: the server failed in
+				// the middle of the stream.
+				return strayError(stray)
+			}
 			buf, err = d.end(buf[:0])
 			for _, c := range buf {
 				if !yield(c) {
@@ -186,9 +193,22 @@ func decodeStream(resp *http.Response, yield func(agents.Chunk) bool) error {
 			}
 		}
 		if err != nil {
+			if cutTail(err, tail, r) {
+				return llmhttp.CutTailError(providerName, err)
+			}
 			return err
 		}
 	}
+}
+
+// strayError reports JSON the server wrote outside data: lines: its error
+// object when it is one, else that the stream is not an event stream.
+func strayError(stray []byte) error {
+	var b wireErrorBody
+	if json.Unmarshal(stray, &b) == nil && b.Error != nil {
+		return statusError(b.Error)
+	}
+	return &malformedError{errors.New("the stream carries JSON outside data: lines: " + llmhttp.Redact(string(stray[:min(len(stray), 200)])))}
 }
 
 // decodeWhole reads a generateContent answer.
@@ -208,4 +228,12 @@ func decodeWhole(resp *http.Response, yield func(agents.Chunk) bool) error {
 		}
 	}
 	return err
+}
+
+// cutTail reports whether err, from decoding the event just read from r,
+// is a malformed last event the server left unterminated: the stream was
+// cut in the middle of it.
+func cutTail(err error, tail *llmhttp.TailReader, r *sse.Reader) bool {
+	var me *malformedError
+	return errors.As(err, &me) && llmhttp.CutTail(tail, r)
 }

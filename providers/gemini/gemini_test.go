@@ -16,12 +16,6 @@ import (
 	"github.com/bichat-go/bichat/providers/providertest"
 )
 
-type refArgs struct {
-	Period struct {
-		Year int `json:"year"`
-	} `json:"period"`
-}
-
 func TestRequestShape(t *testing.T) {
 	t.Parallel()
 	srv := llmfake.NewServer(t, llmfake.GeminiStream(llmfake.Turn{Text: []string{"ok"}}))

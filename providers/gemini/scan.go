@@ -1,6 +1,8 @@
 package gemini
 
 import (
+	"bytes"
+
 	"github.com/bichat-go/bichat/internal/jsonscan"
 )
 
@@ -66,8 +68,18 @@ func scanResponse(data []byte, r *wireResponse, sc *scratch) bool {
 						return s.TextInto(&c.FinishReason)
 					case "finishMessage":
 						return s.TextInto(&c.FinishMessage)
+					case "safetyRatings":
+						// Ratings with a "blocked" member go to
+						// encoding/json, to be reported.
+						raw, ok := s.RawView()
+						return ok && !hasBlocked(raw)
+					case "citationMetadata", "groundingMetadata", "urlContextMetadata":
+						return false
+					case "index", "avgLogprobs":
+						return s.Skip() // common keys, spared the case-folding check
 					}
-					return !jsonscan.FoldsTo(k, "content", "finishReason", "finishMessage") && s.Skip()
+					return !jsonscan.FoldsTo(k, "content", "finishReason", "finishMessage", "safetyRatings",
+						"citationMetadata", "groundingMetadata", "urlContextMetadata") && s.Skip()
 				})
 			})
 		case "usageMetadata":
@@ -146,4 +158,23 @@ func scanPart(s *jsonscan.Scanner, p *wirePart, sc *scratch) bool {
 		// encoding/json.
 		return false
 	})
+}
+
+// hasBlocked reports whether raw has a "blocked" member (any case) that is
+// not false: a safety rating that blocked content.
+func hasBlocked(raw []byte) bool {
+	const name = "blocked"
+	for i := 0; ; {
+		j := bytes.IndexByte(raw[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if len(raw)-i > len(name) && raw[i+len(name)] == '"' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
+			rest := bytes.TrimLeft(raw[i+len(name)+1:], " \t\r\n:")
+			if !bytes.HasPrefix(rest, []byte("false")) {
+				return true
+			}
+		}
+	}
 }

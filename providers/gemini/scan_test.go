@@ -14,6 +14,10 @@ func used(r wireResponse) string {
 		HasCandidate   bool
 		Usage          *wireUsage
 		ID             string
+		// Blocked lists the ratings that blocked; Meta the citation,
+		// grounding and URL context metadata.
+		Blocked []string
+		Meta    string
 	}{Usage: r.UsageMetadata, ID: r.ResponseID}
 	if len(r.Candidates) > 0 {
 		c := r.Candidates[0]
@@ -21,6 +25,12 @@ func used(r wireResponse) string {
 		if c.Content != nil {
 			v.Parts = c.Content.Parts
 		}
+		for _, sr := range c.SafetyRatings {
+			if sr.Blocked {
+				v.Blocked = append(v.Blocked, sr.Category)
+			}
+		}
+		v.Meta = string(c.CitationMetadata) + string(c.GroundingMetadata) + string(c.URLContextMetadata)
 	}
 	if len(v.Parts) == 0 {
 		v.Parts = nil
@@ -39,6 +49,7 @@ func TestScanResponseMatchesEncodingJSON(t *testing.T) {
 		`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"fc-1","name":"run_sql","args":{"sql":"SELECT 1","n":[1,2.5,null,true]}},"thoughtSignature":"s"},{"functionCall":{"name":"now"}}],"role":"model"}}],"usageMetadata":{"promptTokenCount":120,"candidatesTokenCount":18,"thoughtsTokenCount":40,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":178,"promptTokensDetails":[{"modality":"TEXT","tokenCount":120}]}}`,
 		` { "candidates" : [ ] , "usageMetadata" : { } } `,
 		`{"candidates":[{"content":{"role":"model","parts":[]},"finishReason":"SAFETY"}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"index":0,"avgLogprobs":-0.5,"safetyRatings":[{"category":"A","probability":"LOW","blocked":false,"probabilityScore":0.1}]}]}`,
 	}
 	for _, in := range accepted {
 		var got wireResponse
@@ -63,6 +74,12 @@ func TestScanResponseMatchesEncodingJSON(t *testing.T) {
 		`{"candidates":null}`,
 		"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\x01b\"}]}}]}",
 		`{"usageMetadata":{"promptTokenCount":1.0}}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"safetyRatings":[{"category":"A","probability":"HIGH","blocked":true}]}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"safetyRatings":[{"category":"A","BLOCKED":true}]}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"citationMetadata":{"citations":[{"uri":"https://a"}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"groundingMetadata":{"groundingChunks":[]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"x"}]},"urlContextMetadata":{}}]}`,
+		`{"candidates":[{"content":{"parts":[{"executableCode":{"language":"PYTHON","code":"1"}}]}}]}`,
 	}
 	for _, in := range rejected {
 		var r wireResponse

@@ -28,6 +28,25 @@ type wirePart struct {
 	FunctionCall     *wireFunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *wireFunctionResponse `json:"functionResponse,omitempty"`
 	ThoughtSignature string                `json:"thoughtSignature,omitempty"`
+	// Response-only kinds (code execution), never sent.
+	ExecutableCode      *wireExecutableCode      `json:"executableCode,omitempty"`
+	CodeExecutionResult *wireCodeExecutionResult `json:"codeExecutionResult,omitempty"`
+}
+
+type wireExecutableCode struct {
+	Language string `json:"language"`
+	Code     string `json:"code"`
+}
+
+type wireCodeExecutionResult struct {
+	Outcome string `json:"outcome"`
+	Output  string `json:"output"`
+}
+
+// carried reports whether the part is one the decoder carries as a
+// provider item (code execution, inline data, a file reference).
+func (p *wirePart) carried() bool {
+	return p.InlineData != nil || p.FileData != nil || p.ExecutableCode != nil || p.CodeExecutionResult != nil
 }
 
 type wireBlob struct {
@@ -100,11 +119,24 @@ type wireCandidate struct {
 	FinishReason  string       `json:"finishReason"`
 	FinishMessage string       `json:"finishMessage"`
 	Index         int          `json:"index"`
+	// Metadata carried as provider items; the fast scanner hands chunks
+	// that have them to encoding/json.
+	CitationMetadata   json.RawMessage    `json:"citationMetadata"`
+	GroundingMetadata  json.RawMessage    `json:"groundingMetadata"`
+	URLContextMetadata json.RawMessage    `json:"urlContextMetadata"`
+	SafetyRatings      []wireSafetyRating `json:"safetyRatings"`
+}
+
+type wireSafetyRating struct {
+	Category    string `json:"category"`
+	Probability string `json:"probability"`
+	Blocked     bool   `json:"blocked"`
 }
 
 type wirePromptFeedback struct {
-	BlockReason        string `json:"blockReason"`
-	BlockReasonMessage string `json:"blockReasonMessage"`
+	BlockReason        string             `json:"blockReason"`
+	BlockReasonMessage string             `json:"blockReasonMessage"`
+	SafetyRatings      []wireSafetyRating `json:"safetyRatings"`
 }
 
 type wireUsage struct {

@@ -30,6 +30,9 @@ type streamDecoder struct {
 	provider string
 	calls    []callState
 	refusal  bool
+	// lastCall: the latest fragment of the first choice was a tool-call
+	// fragment, so a "length" finish cut that call.
+	lastCall bool
 	ck       chunkJSON // reused by the fast decoder
 }
 
@@ -45,7 +48,8 @@ func (m *Model) decodeStream(resp *http.Response, yield func(agents.Chunk) bool)
 		return m.decodeWhole(resp, yield)
 	}
 	d := &streamDecoder{provider: m.conn.provider}
-	r := sse.NewReader(resp.Body)
+	tail := llmhttp.NewTailReader(resp.Body, false)
+	r := sse.NewReader(tail)
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -60,7 +64,14 @@ func (m *Model) decodeStream(resp *http.Response, yield func(agents.Chunk) bool)
 		if string(ev.Data) == "[DONE]" {
 			return nil
 		}
-		if ok, err := d.event(ev.Data, yield); err != nil || !ok {
+		ok, err := d.event(ev.Data, yield)
+		if err != nil {
+			var ce *llmhttp.ConnError
+			if errors.As(err, &ce) && llmhttp.CutTail(tail, r) {
+				return llmhttp.CutTailError(d.provider, err)
+			}
+		}
+		if err != nil || !ok {
 			return err
 		}
 	}
@@ -86,23 +97,31 @@ func (d *streamDecoder) event(data []byte, yield func(agents.Chunk) bool) (ok bo
 			continue // only the first choice is used
 		}
 		if r := c.Delta.ReasoningContent + c.Delta.Reasoning; r != "" {
+			d.lastCall = false
 			if !yield(agents.Chunk{Type: agents.ChunkReasoning, Text: r, Provider: d.provider}) {
 				return false, nil
 			}
 		}
 		if c.Delta.Content != "" {
+			d.lastCall = false
 			if !yield(agents.Chunk{Type: agents.ChunkText, Text: c.Delta.Content}) {
 				return false, nil
 			}
 		}
 		if c.Delta.Refusal != "" {
-			d.refusal = true
+			d.refusal, d.lastCall = true, false
 			if !yield(agents.Chunk{Type: agents.ChunkText, Text: c.Delta.Refusal}) {
 				return false, nil
 			}
 		}
 		for j := range c.Delta.ToolCalls {
+			d.lastCall = true
 			if !yield(agents.Chunk{Type: agents.ChunkToolCall, ToolCall: d.toolCall(&c.Delta.ToolCalls[j])}) {
+				return false, nil
+			}
+		}
+		for _, ch := range annotationChunks(d.provider, c.Delta.Annotations) {
+			if !yield(ch) {
 				return false, nil
 			}
 		}
@@ -110,6 +129,14 @@ func (d *streamDecoder) event(data []byte, yield func(agents.Chunk) bool) (ok bo
 			stop := StopReason(c.FinishReason)
 			if d.refusal && stop == agents.StopEndTurn {
 				stop = agents.StopRefusal
+			}
+			if (stop == agents.StopMaxTokens || stop == agents.StopContentFilter) && d.lastCall && len(d.calls) > 0 {
+				// The limit or the filter cut the call being written:
+				// drop it.
+				last := d.calls[len(d.calls)-1]
+				if !yield(agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{Index: last.index, Incomplete: true}}) {
+					return false, nil
+				}
 			}
 			if !yield(agents.Chunk{Type: agents.ChunkStop, Stop: stop}) {
 				return false, nil
@@ -170,11 +197,12 @@ type completionJSON struct {
 	Choices []struct {
 		Index   int `json:"index"`
 		Message struct {
-			Content          *string        `json:"content"`
-			ReasoningContent string         `json:"reasoning_content"`
-			Reasoning        string         `json:"reasoning"`
-			Refusal          string         `json:"refusal"`
-			ToolCalls        []toolCallJSON `json:"tool_calls"`
+			Content          *string           `json:"content"`
+			ReasoningContent string            `json:"reasoning_content"`
+			Reasoning        string            `json:"reasoning"`
+			Refusal          string            `json:"refusal"`
+			ToolCalls        []toolCallJSON    `json:"tool_calls"`
+			Annotations      []json.RawMessage `json:"annotations"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -218,9 +246,15 @@ func (m *Model) decodeWhole(resp *http.Response, yield func(agents.Chunk) bool) 
 			chunks = append(chunks, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{
 				Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 		}
+		chunks = append(chunks, annotationChunks(provider, msg.Annotations)...)
 		stop := StopReason(ch.FinishReason)
 		if msg.Refusal != "" && stop == agents.StopEndTurn {
 			stop = agents.StopRefusal
+		}
+		if (stop == agents.StopMaxTokens || stop == agents.StopContentFilter) && len(msg.ToolCalls) > 0 {
+			// The limit or the filter cut the last call.
+			chunks = append(chunks, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{
+				Index: len(msg.ToolCalls) - 1, Incomplete: true}})
 		}
 		if ch.FinishReason != "" {
 			chunks = append(chunks, agents.Chunk{Type: agents.ChunkStop, Stop: stop})

@@ -102,6 +102,9 @@ func choice(s *jsonscan.Scanner, ck *chunkJSON) bool {
 				case "tool_calls":
 					c.Delta.ToolCalls = c.Delta.ToolCalls[:0]
 					return s.NullableArray(func() bool { return toolCall(s, &c.Delta.ToolCalls) })
+				case "annotations":
+					// null or [] pass; citations go to encoding/json.
+					return s.NullableArray(func() bool { return false })
 				}
 				return s.Skip()
 			})

@@ -16,6 +16,8 @@ func FuzzFastChunk(f *testing.F) {
 		`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":3}}}`,
 		`{"choices":[{"index":0,"delta":{"content":"\u00e9\ud83d\ude00 \"q\" \\ \/ \n"},"finish_reason":"stop"}]}`,
 		`{"choices":[{"index":0,"delta":{"reasoning_content":"a","reasoning":"b","refusal":null,"tool_calls":[{"function":{"arguments":"x"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a","annotations":[]}}]}`,
+		`{"choices":[{"index":0,"delta":{"annotations":[{"type":"url_citation","url_citation":{"url":"https://x"}}]}}]}`,
 		`{"error":{"message":"m","type":"server_error"}}`,
 		` { "choices" : [ { "index" : 0 , "delta" : { } } ] , "x" : [1, -2.5e3, true, false, null, {"a":[]}] } `,
 		`{"choices":[{"index":0,"delta":{"content":"br`,
@@ -50,6 +52,9 @@ func normalize(c *chunkJSON) {
 		c.Choices = nil
 	}
 	for i := range c.Choices {
+		if len(c.Choices[i].Delta.Annotations) == 0 {
+			c.Choices[i].Delta.Annotations = nil
+		}
 		tcs := c.Choices[i].Delta.ToolCalls
 		if len(tcs) == 0 {
 			c.Choices[i].Delta.ToolCalls = nil

@@ -351,6 +351,8 @@ type choiceJSON struct {
 		Reasoning        string         `json:"reasoning"`
 		Refusal          string         `json:"refusal"`
 		ToolCalls        []toolCallJSON `json:"tool_calls"`
+		// Annotations are url_citation objects (search models).
+		Annotations []json.RawMessage `json:"annotations"`
 	} `json:"delta"`
 	FinishReason string `json:"finish_reason"`
 }

@@ -1,12 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/bichat-go/bichat/agents"
@@ -59,6 +61,9 @@ type inputPart struct {
 	Type     string `json:"type"`
 	Text     string `json:"text,omitempty"`
 	ImageURL string `json:"image_url,omitempty"`
+	// Detail is required on input_image by the API reference ("low",
+	// "high" or "auto"); it is always "auto" here.
+	Detail string `json:"detail,omitempty"`
 }
 
 type functionCallItem struct {
@@ -171,7 +176,7 @@ func (m *Model) responsesItems(msg *agents.Message) ([]any, error) {
 			}
 			if strings.HasPrefix(p.File.MediaType, "image/") && msg.Role == domain.RoleUser &&
 				(strings.HasPrefix(p.File.URI, "data:") || strings.HasPrefix(p.File.URI, "https://") || strings.HasPrefix(p.File.URI, "http://")) {
-				parts = append(parts, inputPart{Type: "input_image", ImageURL: p.File.URI})
+				parts = append(parts, inputPart{Type: "input_image", ImageURL: p.File.URI, Detail: "auto"})
 				multi = true
 			} else {
 				note := fmt.Sprintf("[attached file %s (%s)]", cmp.Or(p.File.Name, p.File.ArtifactID, p.File.URI), p.File.MediaType)
@@ -231,6 +236,8 @@ type responsesEvent struct {
 	Response    *responseObject `json:"response"`
 	Code        string          `json:"code"`
 	Message     string          `json:"message"`
+	// Annotation is the citation of response.output_text.annotation.added.
+	Annotation json.RawMessage `json:"annotation"`
 }
 
 type responseObject struct {
@@ -264,10 +271,12 @@ type outputItem struct {
 	Arguments        string        `json:"arguments"`
 	EncryptedContent *string       `json:"encrypted_content"`
 	Summary          []summaryPart `json:"summary"`
+	Status           string        `json:"status"`
 	Content          []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
+		Type        string            `json:"type"`
+		Text        string            `json:"text"`
+		Refusal     string            `json:"refusal"`
+		Annotations []json.RawMessage `json:"annotations"`
 	} `json:"content"`
 }
 
@@ -325,8 +334,12 @@ func (m *Model) decodeResponses(resp *http.Response, yield func(agents.Chunk) bo
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		return m.decodeResponsesWhole(resp, yield)
 	}
-	r := sse.NewReader(resp.Body)
+	tail := llmhttp.NewTailReader(resp.Body, false)
+	r := sse.NewReader(tail)
 	refusal := false
+	// calls tracks function_call items by output index: true once the
+	// item is done and complete.
+	calls := map[int]bool{}
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -337,6 +350,9 @@ func (m *Model) decodeResponses(resp *http.Response, yield func(agents.Chunk) bo
 		}
 		var e responsesEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			if llmhttp.CutTail(tail, r) {
+				return llmhttp.CutTailError(provider, err)
+			}
 			return &llmhttp.ConnError{Provider: provider, Op: "decode response", Err: fmt.Errorf("malformed stream event: %w", err)}
 		}
 		typ := cmp.Or(e.Type, ev.Name)
@@ -356,16 +372,30 @@ func (m *Model) decodeResponses(resp *http.Response, yield func(agents.Chunk) bo
 			}
 			switch {
 			case it.Type == "function_call" && typ == "response.output_item.added":
+				calls[e.OutputIndex] = false
 				out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{
 					Index: e.OutputIndex, ID: it.CallID, Name: it.Name, Arguments: it.Arguments}})
+			case it.Type == "function_call":
+				calls[e.OutputIndex] = it.Status == "" || it.Status == "completed"
 			case it.Type == "reasoning" && typ == "response.output_item.done":
 				out = append(out, m.reasoningChunk(e.OutputIndex, &it, false))
+			case typ == "response.output_item.done":
+				if item := m.outputItem(&it, e.Item); item != nil {
+					out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: item})
+				}
+			}
+		case "response.output_text.annotation.added":
+			if len(e.Annotation) > 0 {
+				out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: m.annotationItem(e.Annotation)})
 			}
 		case "response.function_call_arguments.delta":
 			out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{Index: e.OutputIndex, Arguments: e.Delta}})
 		case "response.completed", "response.incomplete":
 			if e.Response == nil {
 				return &llmhttp.ConnError{Provider: provider, Op: "decode response", Err: errors.New(typ + " without a response")}
+			}
+			if e.Response.Status == "incomplete" {
+				out = cutCalls(out, calls)
 			}
 			if e.Response.Usage != nil {
 				out = append(out, agents.Chunk{Type: agents.ChunkUsage, Usage: e.Response.usage()})
@@ -415,9 +445,13 @@ func (m *Model) decodeResponsesWhole(resp *http.Response, yield func(agents.Chun
 	}
 	var out []agents.Chunk
 	refusal := false
+	calls := map[int]bool{}
 	for i, raw := range r.Output {
 		var it outputItem
 		if json.Unmarshal(raw, &it) != nil {
+			// An item of an unexpected shape: carried, not dropped.
+			out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: &agents.ProviderItem{Provider: provider,
+				Kind: agents.ItemUnsupported, Raw: bytes.Clone(raw)}})
 			continue
 		}
 		switch it.Type {
@@ -431,11 +465,22 @@ func (m *Model) decodeResponsesWhole(resp *http.Response, yield func(agents.Chun
 				if t := c.Text + c.Refusal; t != "" {
 					out = append(out, agents.TextChunk(t))
 				}
+				for _, a := range c.Annotations {
+					out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: m.annotationItem(a)})
+				}
 			}
 		case "function_call":
+			calls[i] = it.Status == "" || it.Status == "completed"
 			out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{
 				Index: i, ID: it.CallID, Name: it.Name, Arguments: it.Arguments}})
+		default:
+			if item := m.outputItem(&it, raw); item != nil {
+				out = append(out, agents.Chunk{Type: agents.ChunkItem, Item: item})
+			}
 		}
+	}
+	if r.Status == "incomplete" {
+		out = cutCalls(out, calls)
 	}
 	if r.Usage != nil {
 		out = append(out, agents.Chunk{Type: agents.ChunkUsage, Usage: r.usage()})
@@ -447,4 +492,58 @@ func (m *Model) decodeResponsesWhole(resp *http.Response, yield func(agents.Chun
 		}
 	}
 	return nil
+}
+
+// cutCalls marks the function calls that never completed (an incomplete
+// response: the output token limit or the content filter cut them)
+// incomplete, so agents.Accumulator drops them
+// instead of running broken arguments.
+func cutCalls(out []agents.Chunk, calls map[int]bool) []agents.Chunk {
+	idx := make([]int, 0, len(calls))
+	for i, done := range calls {
+		if !done {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		out = append(out, agents.Chunk{Type: agents.ChunkToolCall, ToolCall: agents.ToolCallDelta{Index: i, Incomplete: true}})
+	}
+	return out
+}
+
+// outputItem turns a finished output item that is not a message, a
+// reasoning item or a function call into a provider item: built-in tool
+// calls (web_search_call, file_search_call, code_interpreter_call,
+// image_generation_call, mcp_call, ...) with their results, and anything
+// newer as unsupported. raw is the item's JSON.
+func (m *Model) outputItem(it *outputItem, raw json.RawMessage) *agents.ProviderItem {
+	switch it.Type {
+	case "message", "reasoning", "function_call", "":
+		return nil
+	}
+	item := &agents.ProviderItem{Provider: m.conn.provider, Type: it.Type, ID: it.ID, Raw: bytes.Clone(raw)}
+	if strings.HasSuffix(it.Type, "_call") {
+		item.Kind = agents.ItemServerToolCall
+		item.Name = cmp.Or(it.Name, strings.TrimSuffix(it.Type, "_call"))
+		var a struct {
+			Action json.RawMessage `json:"action"`
+		}
+		if json.Unmarshal(raw, &a) == nil && len(a.Action) > 0 {
+			item.Input = a.Action
+		} else if it.Arguments != "" && json.Valid([]byte(it.Arguments)) {
+			item.Input = json.RawMessage(it.Arguments)
+		}
+		return item
+	}
+	item.Kind = agents.ItemUnsupported
+	return item
+}
+
+// annotationItem turns an output_text annotation (url_citation,
+// file_citation, container_file_citation, file_path) into a citation item.
+func (m *Model) annotationItem(raw json.RawMessage) *agents.ProviderItem {
+	var a annotationJSON
+	_ = json.Unmarshal(raw, &a) // an unreadable annotation is still carried raw
+	return a.item(m.conn.provider, raw)
 }

@@ -56,4 +56,15 @@
 // before its finish reason as incomplete. Errors must be *llmhttp.APIError
 // (HTTP status, or 0 for an error event inside the stream) or
 // *llmhttp.ConnError, so agents.Retryable answers for every provider.
+//
+// # Vendor fixtures
+//
+// FixtureDir locates the responses the vendors themselves recorded or
+// published (shared/reference/provider-fixtures beside the repository;
+// never copied into it): absent, the test is skipped, or fails under
+// CI=true. Each provider's TestVendorFixtures serves every file byte for
+// byte with ServeFixture, collects the answer with Collect and compares it
+// with an independent reading of the file (SplitSSE and generic JSON);
+// Coverage fails the test for any file not replayed or declared not
+// applicable with a reason, so a new vendor file forces a review.
 package providertest
