@@ -17,5 +17,7 @@
 //
 // [Memory] keeps recipes in memory, scoped by [kb.Scope], bounded per
 // scope with least-recently-used eviction, and is safe for concurrent
-// use.
+// use. Package kb/recipes/postgres keeps them in PostgreSQL with the same
+// behaviour; both implement [Store], rank with the shared [Rank], and
+// pass the suite in package kb/recipes/recipestest.
 package recipes

@@ -1,7 +1,6 @@
 package recipes
 
 import (
-	"cmp"
 	"container/list"
 	"context"
 	"fmt"
@@ -151,7 +150,7 @@ func New(e kb.Embedder, opts Options) *Memory {
 }
 
 func recipeKey(fingerprint, question string) string {
-	return fingerprint + "\x00" + strings.Join(words(question), " ")
+	return fingerprint + "\x00" + QuestionKey(question)
 }
 
 // SaveRecipe stores a recipe the host approved (the user marked the
@@ -171,12 +170,8 @@ func (m *Memory) SaveRecipe(ctx context.Context, scope kb.Scope, n NewRecipe) (R
 	}
 	question := strings.TrimSpace(n.Question)
 	fp := Fingerprint(n.Datasets)
-	names := make([]string, len(n.Datasets))
-	for i, d := range n.Datasets {
-		names[i] = strings.TrimSpace(d.Name)
-	}
-	slices.Sort(names)
-	vec := m.embed(ctx, question)
+	names := n.DatasetNames()
+	vec := Embed(ctx, m.embedder, question)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -224,19 +219,6 @@ func (m *Memory) scope(scope kb.Scope) *scopeRecipes {
 	return s
 }
 
-// embed returns the question's vector, or nil when there is no embedder
-// or it fails (recipes then fall back to word matching).
-func (m *Memory) embed(ctx context.Context, text string) []float32 {
-	if m.embedder == nil {
-		return nil
-	}
-	vs, err := m.embedder.Embed(ctx, []string{text})
-	if err != nil || len(vs) != 1 || len(vs[0]) == 0 {
-		return nil
-	}
-	return vs[0]
-}
-
 // Query asks Recall for recipes.
 type Query struct {
 	// Question is the user's new question.
@@ -276,11 +258,9 @@ func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, 
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if q.K < 0 {
-		return nil, domain.Invalid("query.k", "must not be negative")
-	}
-	if q.K == 0 {
-		q.K = DefaultK
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -291,31 +271,7 @@ func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, 
 	if empty {
 		return []Match{}, nil
 	}
-	vec := m.embed(ctx, q.Question)
-	qWords := words(q.Question)
-	current := map[string]domain.Dataset{}
-	for _, d := range q.Datasets {
-		current[strings.TrimSpace(d.Name)] = d
-	}
-	fpCache := map[string]string{}
-	schemaMatch := func(r *Recipe) bool {
-		key := strings.Join(r.Datasets, "\x00")
-		fp, ok := fpCache[key]
-		if !ok {
-			defs := make([]domain.Dataset, 0, len(r.Datasets))
-			for _, n := range r.Datasets {
-				d, found := current[n]
-				if !found {
-					fpCache[key] = ""
-					return false
-				}
-				defs = append(defs, d)
-			}
-			fp = Fingerprint(defs)
-			fpCache[key] = fp
-		}
-		return fp != "" && fp == r.Fingerprint
-	}
+	vec := Embed(ctx, m.embedder, q.Question)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -323,50 +279,17 @@ func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, 
 	if s == nil {
 		return []Match{}, nil
 	}
-	type cand struct {
-		el *list.Element
-		Match
-	}
-	var cands []cand
+	rs := make([]*Recipe, 0, s.lru.Len())
 	for el := s.lru.Front(); el != nil; el = el.Next() {
-		r := el.Value.(*Recipe)
-		c := cand{el: el, Match: Match{SchemaMatch: schemaMatch(r)}}
-		if q.RequireSchemaMatch && !c.SchemaMatch {
-			continue
-		}
-		if vec != nil && len(r.Embedding) == len(vec) {
-			c.Similarity = max(0, cosine(vec, r.Embedding))
-		} else {
-			c.Similarity = overlap(qWords, words(r.Question))
-		}
-		if c.Similarity < q.MinSimilarity {
-			continue
-		}
-		cands = append(cands, c)
+		rs = append(rs, el.Value.(*Recipe))
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		ra, rb := a.el.Value.(*Recipe), b.el.Value.(*Recipe)
-		return cmp.Or(
-			-cmpBool(a.SchemaMatch, b.SchemaMatch),
-			-cmp.Compare(a.Similarity, b.Similarity),
-			-cmp.Compare(ra.SuccessCount, rb.SuccessCount),
-			-ra.LastUsedAt.Compare(rb.LastUsedAt),
-			// Then by content, so that two memories holding the same
-			// recipes (under other random ids) rank them alike.
-			cmp.Compare(ra.Question, rb.Question),
-			cmp.Compare(ra.Fingerprint, rb.Fingerprint),
-			cmp.Compare(ra.ID, rb.ID),
-		)
-	})
-	cands = cands[:min(len(cands), q.K)]
+	ranked := Rank(q, vec, rs)
 	now := m.now()
-	out := make([]Match, len(cands))
-	for i, c := range cands {
-		r := c.el.Value.(*Recipe)
-		r.LastUsedAt = now
-		s.lru.MoveToFront(c.el)
-		c.Recipe = r.clone()
-		out[i] = c.Match
+	out := make([]Match, len(ranked))
+	for i, c := range ranked {
+		c.Recipe.LastUsedAt = now
+		s.lru.MoveToFront(s.byID[c.Recipe.ID])
+		out[i] = Match{Recipe: c.Recipe.clone(), Similarity: c.Similarity, SchemaMatch: c.SchemaMatch}
 	}
 	return out, nil
 }
@@ -500,20 +423,7 @@ func (m *Memory) Restore(ctx context.Context, scope kb.Scope, rs []Recipe) error
 	if err := scope.Validate(); err != nil {
 		return err
 	}
-	ve := &domain.ValidationError{}
-	for i, r := range rs {
-		switch {
-		case r.ID == "":
-			ve.Add(fmt.Sprintf("recipes[%d].id", i), "is required")
-		case len(r.Fingerprint) != 64 || strings.Trim(r.Fingerprint, "0123456789abcdef") != "":
-			ve.Add(fmt.Sprintf("recipes[%d].fingerprint", i), "must be a lower-case hex SHA-256")
-		case strings.TrimSpace(r.Question) == "":
-			ve.Add(fmt.Sprintf("recipes[%d].question", i), "is required")
-		case len(r.SQL) == 0 || len(r.Datasets) == 0:
-			ve.Add(fmt.Sprintf("recipes[%d]", i), "needs SQL and datasets")
-		}
-	}
-	if err := ve.Err(); err != nil {
+	if err := ValidateRestore(rs); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bichat-go/bichat/domain"
+	"github.com/jackc/pgx/v5"
+)
+
+type runRepo Store
+
+func (r *runRepo) st() *Store { return (*Store)(r) }
+
+func validateRun(runID string, t time.Time, field string) error {
+	var ve domain.ValidationError
+	if runID == "" {
+		ve.Add("run_id", "is required")
+	}
+	if t.IsZero() {
+		ve.Add(field, "is required")
+	}
+	return ve.Err()
+}
+
+// ClaimRun implements domain.RunRepository with one UPDATE ... RETURNING:
+// it sets RunID, LeaseUntil and UpdatedAt (the server's time) of a
+// generating, unclaimed message. An empty runID or a zero leaseUntil
+// yields domain.ErrInvalid.
+func (r *runRepo) ClaimRun(ctx context.Context, tenantID, messageID, runID string, leaseUntil time.Time) error {
+	const op = "claim run"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	if err := validateRun(runID, leaseUntil, "lease_until"); err != nil {
+		return fmt.Errorf("postgres: %s on message %s: %w", op, messageID, err)
+	}
+	s := r.st()
+	return claim(ctx, s, op, s.sql(`UPDATE {S}.messages
+		SET run_id = $3, lease_until = $4, updated_at = clock_timestamp()
+		WHERE tenant_id = $1 AND id = $2 AND status = 'generating' AND run_id = ''
+		RETURNING 1`), tenantID, messageID, runID, leaseUntil)
+}
+
+// RenewLease implements domain.RunRepository with one UPDATE ...
+// RETURNING: it moves LeaseUntil (nothing else, UpdatedAt included) and
+// returns CancelRequested. An empty runID or a zero until yields
+// domain.ErrInvalid.
+func (r *runRepo) RenewLease(ctx context.Context, tenantID, messageID, runID string, until time.Time) (bool, error) {
+	const op = "renew lease"
+	if err := checkCtx(ctx, op); err != nil {
+		return false, err
+	}
+	if err := validateRun(runID, until, "until"); err != nil {
+		return false, fmt.Errorf("postgres: %s on message %s: %w", op, messageID, err)
+	}
+	s := r.st()
+	var cancel bool
+	err := s.pool.QueryRow(ctx, s.sql(`UPDATE {S}.messages SET lease_until = $4
+		WHERE tenant_id = $1 AND id = $2 AND status = 'generating' AND run_id = $3
+		RETURNING cancel_requested`), tenantID, messageID, runID, until).Scan(&cancel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = missingOrConflict(ctx, s, tenantID, messageID)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: %s on message %s under run %s: %w", op, messageID, runID, err)
+	}
+	return cancel, nil
+}
+
+// RequestCancel implements domain.RunRepository: it sets
+// CancelRequested (nothing else changes) and, when the message is
+// claimed, notifies the run's subscribers (SubscribeRunEvents) in the
+// same statement, so a runner or watcher in any process wakes up at once.
+func (r *runRepo) RequestCancel(ctx context.Context, tenantID, messageID string) error {
+	const op = "request cancel"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	s := r.st()
+	var runID string
+	err := s.pool.QueryRow(ctx, s.sql(`WITH u AS (
+			UPDATE {S}.messages SET cancel_requested = true
+			WHERE tenant_id = $1 AND id = $2 AND status = 'generating'
+			RETURNING run_id)
+		SELECT u.run_id FROM u LEFT JOIN LATERAL (
+			SELECT pg_notify($3, json_build_object('t', $1::text, 'r', u.run_id, 's', 0)::text)
+			WHERE u.run_id <> '') n ON true`), tenantID, messageID, s.channel).Scan(&runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = missingOrConflict(ctx, s, tenantID, messageID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: %s of message %s: %w", op, messageID, err)
+	}
+	return nil
+}
+
+// FailExpired implements domain.RunRepository with one UPDATE over the
+// oldest expired leases of every tenant (a partial index covers them),
+// skipping rows another caller holds, so concurrent reapers never return
+// the same message. Status becomes failed, Metadata.Error e and UpdatedAt
+// the server's time; RunID and LeaseUntil are kept. Results come oldest
+// lease first, ties by message id; a negative limit yields
+// domain.ErrInvalid.
+func (r *runRepo) FailExpired(ctx context.Context, asOf time.Time, e domain.MessageError, limit int) ([]domain.Message, error) {
+	const op = "fail expired runs"
+	if err := checkCtx(ctx, op); err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, wrap(op, domain.Invalid("limit", "must be 0 or greater"))
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	s := r.st()
+	rows, err := s.pool.Query(ctx, s.sql(`WITH picked AS (
+			SELECT tenant_id, id FROM {S}.messages
+			WHERE status = 'generating' AND lease_until IS NOT NULL AND lease_until < $1
+			ORDER BY lease_until, id COLLATE "C"
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED)
+		UPDATE {S}.messages m SET status = 'failed', error = $2, updated_at = clock_timestamp()
+		FROM picked WHERE m.tenant_id = picked.tenant_id AND m.id = picked.id
+		RETURNING `+prefixCols("m.", messageCols)), asOf, string(b), limitArg(limit))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Message, error) { return scanMessage(row) })
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	slices.SortFunc(out, func(a, b domain.Message) int {
+		return cmp.Or(a.LeaseUntil.Compare(b.LeaseUntil), strings.Compare(a.ID, b.ID))
+	})
+	if out == nil {
+		out = []domain.Message{}
+	}
+	return out, nil
+}
