@@ -18,7 +18,13 @@ type Config struct {
 	// confirmation key, request builder. Its Bus is replaced by Config.Bus.
 	Agent agents.Config
 	// Store holds the repositories. Nil repositories default to one shared
-	// in-memory store (data is lost when the process exits).
+	// in-memory store (data is lost when the process exits). Store.Runs
+	// and Store.Results are optional for a host that supplies its own
+	// repositories: with a nil Runs, runs are claimed without a lease (the
+	// behaviour before leases: Claim, and Limits.StaleAfter decides when a
+	// generating message of another process is dead), Cancel reaches only
+	// runs of this process and the reaper only recovers stale messages and
+	// expired interrupts.
 	Store domain.Repositories
 	// ArtifactStore keeps the content of the files tools produce (charts,
 	// workbooks, reports). Nil means an in-memory store
@@ -57,8 +63,28 @@ type Limits struct {
 	// RunTimeout bounds one run (default 10 minutes).
 	RunTimeout time.Duration
 	// StaleAfter is the age after which RecoverStale fails a message still
-	// generating (default 15 minutes; it must exceed RunTimeout).
+	// generating (default 15 minutes; it must exceed RunTimeout). With
+	// leases (Store.Runs set) it only matters for messages claimed without
+	// a lease.
 	StaleAfter time.Duration
+	// RunLease is how long a run's lease lasts unless renewed (default 15
+	// seconds). A running run renews it every RunLease/3; a run whose
+	// lease ran out (its process died or hung) is failed by the reaper
+	// with code "lease_expired", and its session takes new questions
+	// again. A shorter lease frees sessions sooner after a crash and costs
+	// more renewals.
+	RunLease time.Duration
+	// ReapInterval is how often RunReaper sweeps for expired leases and
+	// interrupts (default RunLease/3).
+	ReapInterval time.Duration
+	// InterruptTTL is how long a question or confirmation request waits
+	// for its answer (default 24 hours). After it the interrupt expired:
+	// Resume, Approve and Deny yield ErrExpired and fail the message with
+	// code "expired", as the reaper does. (A confirmation token expires on
+	// its own schedule, agents.Config.ConfirmationTTL: Approve and Deny
+	// then refuse it with agents.ErrTokenExpired and the message keeps
+	// waiting.)
+	InterruptTTL time.Duration
 }
 
 // Defaults of Limits.
@@ -67,6 +93,8 @@ const (
 	DefaultToolRecordChars = 2000
 	DefaultRunTimeout      = 10 * time.Minute
 	DefaultStaleAfter      = 15 * time.Minute
+	DefaultRunLease        = 15 * time.Second
+	DefaultInterruptTTL    = 24 * time.Hour
 	// DefaultTitle is the title of sessions created without one; the first
 	// question replaces it.
 	DefaultTitle = "New chat"
@@ -77,7 +105,8 @@ func (c *Config) normalize() error {
 		return errors.New("bichat: Config.Agent.Model is required")
 	}
 	l := &c.Limits
-	if l.HistoryMessages < 0 || l.ToolRecordChars < 0 || l.RunTimeout < 0 || l.StaleAfter < 0 {
+	if l.HistoryMessages < 0 || l.ToolRecordChars < 0 || l.RunTimeout < 0 || l.StaleAfter < 0 ||
+		l.RunLease < 0 || l.ReapInterval < 0 || l.InterruptTTL < 0 {
 		return errors.New("bichat: Config.Limits must not be negative")
 	}
 	if l.HistoryMessages == 0 {
@@ -91,6 +120,18 @@ func (c *Config) normalize() error {
 	}
 	if l.StaleAfter == 0 {
 		l.StaleAfter = max(DefaultStaleAfter, l.RunTimeout+5*time.Minute)
+	}
+	if l.RunLease == 0 {
+		l.RunLease = DefaultRunLease
+	}
+	if l.RunLease < 30*time.Millisecond {
+		return errors.New("bichat: Limits.RunLease must be at least 30ms (it is renewed every third of it)")
+	}
+	if l.ReapInterval == 0 {
+		l.ReapInterval = l.RunLease / 3
+	}
+	if l.InterruptTTL == 0 {
+		l.InterruptTTL = DefaultInterruptTTL
 	}
 	if l.StaleAfter <= l.RunTimeout {
 		return errors.New("bichat: Limits.StaleAfter must exceed Limits.RunTimeout, or RecoverStale would fail live runs")

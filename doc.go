@@ -19,56 +19,100 @@
 // [Service.Send] persists the user message and an assistant placeholder
 // atomically, claims the placeholder so exactly one runner produces it,
 // streams the run's events, records them in the run log (so a client that
-// lost its stream can [Service.Replay] from the last sequence number it
-// saw) and
-// persists the final message: its parts, tool calls with results, token
-// usage, datasets used and artifacts. A run that fails or is cancelled marks
-// its message failed with a reason; a run that waits for the user (a
-// question, or a confirmation of a write tool) leaves the message
-// awaiting input with a checkpoint that [Service.Resume], [Service.Approve]
-// and [Service.Deny] continue. [Service.RecoverStale] fails messages left
-// generating by a crashed process.
+// lost its stream can [Service.Watch] or [Service.Replay] from the last
+// sequence number it saw) and persists the final message: its parts, tool
+// calls with results, token usage, datasets used and artifacts. A run that
+// fails or is cancelled marks its message failed with a reason; a run that
+// waits for the user (a question, or a confirmation of a write tool)
+// leaves the message awaiting input with a checkpoint that
+// [Service.Resume], [Service.Approve] and [Service.Deny] continue.
 //
-// # What is kept where, and what survives what
+// # Runs belong to the service: Send, Watch and Cancel
 //
-// Until runs become durable (they are not yet), this is exactly what a
-// Service built with the defaults keeps, all of it in the memory of the
-// process:
+// A run belongs to the Service, not to the call that started it. Send,
+// Resume, Approve and Deny start the run on a goroutine of the service,
+// with a context detached from the caller's (it keeps the caller's
+// values, is bounded by Limits.RunTimeout and ends with [Service.Close]),
+// and the iterator they return watches it. A loop that breaks, or whose
+// context is cancelled (a browser that went away), stops watching; the run
+// goes on, is recorded and completes. Then:
+//
+//   - [Service.Watch] streams a message's run from any sequence number:
+//     the run log first, then the live run, without a gap or a duplicate,
+//     up to the terminal event (RunFinished, RunFailed, or Interrupted
+//     for a run that waits for the user). It serves a reconnecting
+//     browser, a second tab, or another replica: a run of another process
+//     sharing the store is followed through the log (woken by the store's
+//     notifications, e.g. PostgreSQL LISTEN/NOTIFY, with polling as the
+//     fallback).
+//   - [Service.Cancel] is the only way to stop a run (besides
+//     Limits.RunTimeout and Close): the message fails with code
+//     "cancelled" and every watcher, including one that starts later, gets
+//     that RunFailed. Cancelling a run of another process goes through the
+//     store and takes effect within a third of Limits.RunLease.
+//   - [CancelOnStop] gives a caller that cannot watch again (a CLI) the
+//     old behaviour: its loop owns the run, and stopping it cancels the
+//     run.
+//
+// # Liveness: leases and the reaper
+//
+// A run holds a lease on its message (Limits.RunLease, 15 seconds by
+// default) and renews it every third of that. A process that dies or hangs
+// stops renewing; [Service.RunReaper], a loop the host starts in each
+// process (go svc.RunReaper(ctx)), fails the message of a run whose lease
+// expired with code "lease_expired", ends its run log with that RunFailed
+// (so its watchers stop) and frees the session. A question asked in a
+// session whose previous run's lease expired does the same at once
+// instead of waiting for the reaper. A runner that was merely slow finds
+// its lease taken when it next renews or saves, and writes nothing more.
+// The reaper also fails messages whose question or confirmation nobody
+// answered within Limits.InterruptTTL (code "expired"; answering later
+// yields [ErrExpired]). [Service.RecoverStale] fails, by age
+// (Limits.StaleAfter), messages claimed without a lease: a host store
+// without a RunRepository (Store.Runs nil) keeps that older behaviour,
+// and Cancel then reaches only runs of its own process.
+//
+// # What survives what
+//
+// The run log is written in batches (group commit: at most 64 events or
+// 50 ms per write) and always before a terminal or Interrupted event is
+// published, and before the message is finalised. So:
+//
+//   - A dropped connection or a loop that stops reading loses nothing: the
+//     run completes and Watch shows all of it.
+//   - A crash of the process loses at most the last unwritten batch of the
+//     run log (text deltas, tool events), never a terminal event; the
+//     message is failed by the reaper of another process after one lease
+//     (or, with one process, by the reaper after the restart), and its
+//     watchers get that RunFailed.
+//   - Close (a graceful shutdown) cancels the process's runs and records
+//     them as failed with code "shutdown".
+//
+// What is kept where, with the defaults (all of it in process memory,
+// lost on restart, unless the host supplies durable stores such as
+// domain/postgres):
 //
 //   - Sessions, messages, checkpoints (pending questions and
-//     confirmations), artifact metadata and the run log: Config.Store,
-//     by default one domain/memory store. Nothing of it survives a process
-//     restart; a host that needs that supplies its own domain.Repositories.
+//     confirmations), artifact metadata, run leases and the run log:
+//     Config.Store, by default one domain/memory store.
 //   - Artifact content (charts, workbooks, reports): Config.ArtifactStore,
-//     by default memory.ArtifactStore, lost on restart; domain/fsartifacts
-//     keeps files on disk.
+//     by default memory.ArtifactStore; domain/fsartifacts keeps files on
+//     disk.
 //   - Query results that later tool calls name (result_1, result_2, ...):
 //     the tools.Results given to the SQL, Python, chart and export tools,
-//     by default tools.MemoryResults (the last 10 per session). They live
-//     only in process memory, are not persisted with the message, and
-//     vanish on restart: a later question that names result_1 then gets a
+//     by default tools.MemoryResults (the last 10 per session), in process
+//     memory: a later question that names result_1 after a restart gets a
 //     "not found" the model can recover from by querying again.
 //   - Confirmation tokens: signed with Agent.ConfirmationKey, by default a
 //     random key per Service, so a pending confirmation cannot be approved
 //     after a restart (nor by another process) unless the host sets the
 //     key; the guard that makes each token work once is in memory too.
-//   - Which sessions have a run in progress: in memory, per process
-//     (StaleAfter protects runs of other processes sharing a store).
+//   - Runs in progress and their live watchers: in the memory of the
+//     process that runs them; other processes see them through the store
+//     (leases, the run log, cancel requests).
 //   - Knowledge (catalog, recipes, documents) is whatever the host passes
 //     in Config.Knowledge; the in-memory implementations are lost on
 //     restart.
-//
-// A run belongs to the call that started it: Send, Resume, Approve and
-// Deny run the agent while the caller ranges over the iterator. Breaking
-// out of the loop or cancelling ctx stops the run (the message is failed
-// with code "cancelled"); nothing keeps running in the background. Replay
-// reads the run log, so it serves a client that lost its stream with
-// everything logged so far, and always ends with the run's terminal event
-// once the run is over (a stopped run ends with RunFailed "cancelled"),
-// but it cannot re-attach to a run, and it finds only runs in the store
-// the service uses: with the default memory store, runs of this process
-// since it started. A process that dies mid-run leaves its message
-// generating until RecoverStale fails it.
 //
 // The layers below are importable on their own: package agents (models,
 // tools, the executor), hooks (the event bus), domain (entities and

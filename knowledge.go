@@ -76,11 +76,12 @@ type DiscoveryEvent struct {
 // Kind returns KindDiscovery.
 func (*DiscoveryEvent) Kind() hooks.Kind { return KindDiscovery }
 
-// SendOption adjusts one Send.
+// SendOption adjusts one Send (or Resume, Approve, Deny).
 type SendOption func(*sendOptions)
 
 type sendOptions struct {
-	state *bctx.State
+	state        *bctx.State
+	cancelOnStop bool
 }
 
 // WithState hands the model a snapshot of what the user sees in the host

@@ -119,6 +119,15 @@ func TestNotFoundIsIndistinguishable(t *testing.T) {
 		{"Deny", func(ctx context.Context, o owned) error {
 			return streamErr(t, f.svc.Deny(ctx, alice, o.confMsg, o.token, "no"))
 		}},
+		{"Watch", func(ctx context.Context, o owned) error {
+			return streamErr(t, f.svc.Watch(ctx, alice, o.answerID, 0))
+		}},
+		{"Cancel", func(ctx context.Context, o owned) error {
+			return f.svc.Cancel(ctx, alice, o.answerID)
+		}},
+		{"Cancel.Awaiting", func(ctx context.Context, o owned) error {
+			return f.svc.Cancel(ctx, alice, o.askMsg)
+		}},
 		{"Replay", func(ctx context.Context, o owned) error {
 			_, err := f.svc.Replay(ctx, alice, o.runID, 0)
 			return err

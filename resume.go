@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
@@ -23,7 +24,8 @@ type Interrupt struct {
 }
 
 // PendingInterrupt returns what a message awaiting input waits for. A
-// message in any other state yields an error matching domain.ErrConflict.
+// message in any other state yields an error matching domain.ErrConflict;
+// one whose interrupt expired (Limits.InterruptTTL) yields ErrExpired.
 func (s *Service) PendingInterrupt(ctx context.Context, p domain.Principal, messageID string) (*Interrupt, error) {
 	if err := authorize(p, domain.PermRead); err != nil {
 		return nil, err
@@ -39,31 +41,75 @@ func (s *Service) PendingInterrupt(ctx context.Context, p domain.Principal, mess
 	return &Interrupt{MessageID: msg.ID, Kind: cp.Kind, Questions: cp.Questions, Confirmation: cp.Confirmation}, nil
 }
 
+// ErrExpired is matched by the error of Resume, Approve, Deny and
+// PendingInterrupt for an interrupt that waited longer than
+// Limits.InterruptTTL (or than its confirmation token's validity). Resume,
+// Approve and Deny then fail the message with code "expired"; the user has
+// to ask again. The error also matches domain.ErrConflict.
+var ErrExpired = errors.New("the question expired")
+
 func (s *Service) loadCheckpoint(ctx context.Context, p domain.Principal, msg *domain.Message) (*agents.Checkpoint, error) {
+	cp, _, err := s.loadCheckpointRow(ctx, p, msg)
+	return cp, err
+}
+
+// loadCheckpointRow loads and decodes the checkpoint of a message awaiting
+// input; an expired one yields ErrExpired along with the stored row.
+func (s *Service) loadCheckpointRow(ctx context.Context, p domain.Principal, msg *domain.Message) (*agents.Checkpoint, *domain.Checkpoint, error) {
 	if msg.Status != domain.StatusAwaitingInput {
-		return nil, fmt.Errorf("bichat: message %s is %s, not awaiting input: %w", msg.ID, msg.Status, domain.ErrConflict)
+		return nil, nil, fmt.Errorf("bichat: message %s is %s, not awaiting input: %w", msg.ID, msg.Status, domain.ErrConflict)
 	}
 	dcp, err := s.repos.Checkpoints.GetCheckpoint(ctx, p.TenantID, msg.ID)
 	if errors.Is(err, domain.ErrNotFound) {
-		return nil, fmt.Errorf("bichat: message %s has no pending checkpoint: %w", msg.ID, domain.ErrConflict)
+		return nil, nil, fmt.Errorf("bichat: message %s has no pending checkpoint: %w", msg.ID, domain.ErrConflict)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bichat: load checkpoint: %w", err)
+		return nil, nil, fmt.Errorf("bichat: load checkpoint: %w", err)
+	}
+	if !dcp.ExpiresAt.IsZero() && !s.cfg.Now().Before(dcp.ExpiresAt) {
+		return nil, dcp, fmt.Errorf("bichat: message %s: the %s expired at %s and can no longer be answered; ask again: %w: %w",
+			msg.ID, dcp.Kind, dcp.ExpiresAt.UTC().Format(time.RFC3339), ErrExpired, domain.ErrConflict)
 	}
 	var cp agents.Checkpoint
 	if err := json.Unmarshal(dcp.Data, &cp); err != nil {
-		return nil, fmt.Errorf("bichat: decode checkpoint of message %s: %w", msg.ID, err)
+		return nil, dcp, fmt.Errorf("bichat: decode checkpoint of message %s: %w", msg.ID, err)
 	}
-	return &cp, nil
+	return &cp, dcp, nil
+}
+
+// expiredMessage is what a message whose interrupt expired says.
+func expiredMessage(kind domain.CheckpointKind) string {
+	if kind == domain.CheckpointConfirmation {
+		return "The confirmation request expired before it was answered. Please ask again."
+	}
+	return "The question expired before it was answered. Please ask again."
+}
+
+// expire fails a message whose interrupt expired, after taking its
+// checkpoint (take is false when the caller already took it).
+func (s *Service) expire(ctx context.Context, p domain.Principal, msg *domain.Message, kind domain.CheckpointKind, take bool) {
+	if take {
+		if _, err := s.repos.Checkpoints.TakeCheckpoint(ctx, msg.TenantID, msg.ID); err != nil {
+			// Taken by a concurrent answer or reaper: it decides.
+			return
+		}
+	}
+	s.failMessage(ctx, p, msg, "expired", expiredMessage(kind), nil)
 }
 
 // Resume answers the questions a message waits for and continues its run,
 // streaming events like Send. Answers that do not fit the questions yield
 // only an error matching domain.ErrInvalid (with the fields named) and the
 // message keeps waiting, so the user can answer again.
-func (s *Service) Resume(ctx context.Context, p domain.Principal, messageID string, answers agents.Answers) iter.Seq2[agents.Event, error] {
+//
+// The resumed run is a new run of the same message (Message.RunID names
+// it, its events are numbered from 1); like Send's, it belongs to the
+// service and goes on when the loop stops, unless opts has CancelOnStop.
+// An interrupt older than Limits.InterruptTTL yields ErrExpired and fails
+// the message.
+func (s *Service) Resume(ctx context.Context, p domain.Principal, messageID string, answers agents.Answers, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
-		s.continueRun(ctx, p, messageID, domain.CheckpointQuestion, yield,
+		s.continueRun(ctx, p, messageID, domain.CheckpointQuestion, opts, yield,
 			func(exec *agents.Executor, cp *agents.Checkpoint) error { return exec.ValidateAnswers(cp, answers) },
 			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
 				return exec.Resume(rctx, cp, answers, agents.WithRunID(runID))
@@ -75,25 +121,25 @@ func (s *Service) Resume(ctx context.Context, p domain.Principal, messageID stri
 // continues the run. token is the ConfirmationRequest's token; it must have
 // been issued to p for exactly this call and not have expired or been used.
 // A refused token yields only an error matching agents.ErrTokenRefused and
-// nothing runs.
-func (s *Service) Approve(ctx context.Context, p domain.Principal, messageID, token string) iter.Seq2[agents.Event, error] {
-	return s.decide(ctx, p, messageID, token, "", true)
+// nothing runs. The run continues as with Resume (opts, ErrExpired).
+func (s *Service) Approve(ctx context.Context, p domain.Principal, messageID, token string, opts ...SendOption) iter.Seq2[agents.Event, error] {
+	return s.decide(ctx, p, messageID, token, "", true, opts)
 }
 
 // Deny refuses the tool call a message waits for; the agent is told the
 // user declined (with reason, if given) and continues. The token is checked
-// as for Approve.
-func (s *Service) Deny(ctx context.Context, p domain.Principal, messageID, token, reason string) iter.Seq2[agents.Event, error] {
-	return s.decide(ctx, p, messageID, token, reason, false)
+// as for Approve, and the run continues as with Resume.
+func (s *Service) Deny(ctx context.Context, p domain.Principal, messageID, token, reason string, opts ...SendOption) iter.Seq2[agents.Event, error] {
+	return s.decide(ctx, p, messageID, token, reason, false, opts)
 }
 
 // maxReasonLen bounds a denial reason, in characters.
 const maxReasonLen = 2000
 
-func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, token, reason string, approve bool) iter.Seq2[agents.Event, error] {
+func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, token, reason string, approve bool, opts []SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
 		d := agents.Decision{Token: token, TenantID: p.TenantID, UserID: p.UserID, Reason: strings.TrimSpace(reason)}
-		s.continueRun(ctx, p, messageID, domain.CheckpointConfirmation, yield,
+		s.continueRun(ctx, p, messageID, domain.CheckpointConfirmation, opts, yield,
 			func(exec *agents.Executor, cp *agents.Checkpoint) error {
 				if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > maxReasonLen {
 					return domain.Invalid("reason", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen))
@@ -111,10 +157,15 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 
 // continueRun checks the caller and the answer against the checkpoint
 // without consuming it, then takes the checkpoint atomically (so two
-// concurrent answers cannot both resume), claims the message and runs.
+// concurrent answers cannot both resume), claims the message and starts
+// the run.
 func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID string, kind domain.CheckpointKind,
-	yield func(agents.Event, error) bool, check func(*agents.Executor, *agents.Checkpoint) error,
+	opts []SendOption, yield func(agents.Event, error) bool, check func(*agents.Executor, *agents.Checkpoint) error,
 	start func(context.Context, *agents.Executor, *agents.Checkpoint, string) iter.Seq2[agents.Event, error]) {
+	o := sendOpts(opts)
+	if o.state != nil {
+		ctx = context.WithValue(ctx, stateKey{}, o.state)
+	}
 	if err := authorize(p, domain.PermWrite); err != nil {
 		yield(nil, err)
 		return
@@ -124,13 +175,25 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, err)
 		return
 	}
+	if err := s.checkOpen(); err != nil {
+		yield(nil, err)
+		return
+	}
 	if !s.acquire(sess.ID) {
 		yield(nil, errBusy(sess.ID))
 		return
 	}
-	defer s.release(sess.ID)
-	cp, err := s.loadCheckpoint(ctx, p, msg)
+	ok := false
+	defer func() {
+		if !ok {
+			s.release(sess.ID)
+		}
+	}()
+	cp, dcp, err := s.loadCheckpointRow(ctx, p, msg)
 	if err != nil {
+		if errors.Is(err, ErrExpired) && dcp.Kind == kind {
+			s.expire(ctx, p, msg, dcp.Kind, true)
+		}
 		yield(nil, err)
 		return
 	}
@@ -154,7 +217,6 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, err)
 		return
 	}
-	runID := domain.NewID()
 	msg.Status = domain.StatusGenerating
 	msg.RunID = ""
 	msg.UpdatedAt = s.cfg.Now().UTC()
@@ -162,28 +224,31 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, fmt.Errorf("bichat: reopen message: %w", err))
 		return
 	}
-	if err := s.repos.Messages.Claim(ctx, p.TenantID, msg.ID, runID); err != nil {
-		s.failMessage(ctx, p, msg, "internal", "The answer could not be resumed.", nil)
-		yield(nil, fmt.Errorf("bichat: claim message: %w", err))
+	st, err := s.claim(ctx, p, sess, msg, "The answer could not be resumed.")
+	if err != nil {
+		yield(nil, err)
 		return
 	}
-	msg.RunID = runID
+	ok = true
 	// The resumed run finishes the pending call without starting it again
 	// (except on Approve), so its arguments come from the checkpoint.
 	rec := newRunRecord()
 	rec.args[cp.Pending.CallID] = cp.Pending.Arguments
-	s.drive(ctx, p, sess, msg, rec, func(rctx context.Context) iter.Seq2[agents.Event, error] {
+	runID := msg.RunID
+	r := s.newRunner(ctx, p, sess, msg, rec, st.live, st.leased)
+	r.start(ctx, o.cancelOnStop, yield, func(rctx context.Context) iter.Seq2[agents.Event, error] {
 		return start(rctx, exec, cp, runID)
-	}, yield)
+	})
 }
 
 // Replay returns the events of a run with Seq greater than afterSeq, for a
 // client that lost its stream. Payloads come back as generic JSON values.
 // The log of a run that is over ends with its terminal event (RunFinished,
-// Interrupted or RunFailed; a run stopped because its consumer went away
-// ends with RunFailed "cancelled"). Replay reads the log only: it does not
-// re-attach to a run, and it finds only runs logged in the service's store
-// (see the package documentation for what survives a restart).
+// Interrupted or RunFailed; a cancelled run ends with RunFailed
+// "cancelled"). Replay reads the log only: the log of a live run lags it
+// by at most one batch (see the package documentation), so to follow a
+// run use Watch, which reads the log and then the live run. Replay finds
+// only runs logged in the service's store.
 //
 // A run that p cannot see (another owner's, another tenant's, or one with
 // no logged event) yields the same error, matching domain.ErrNotFound with
@@ -232,7 +297,9 @@ func (s *Service) Replay(ctx context.Context, p domain.Principal, runID string, 
 // RecoverStale marks messages that have been generating for longer than
 // Limits.StaleAfter as failed with code "interrupted" and returns how many
 // it changed. Runs end within Limits.RunTimeout, so such messages belong to
-// a process that crashed. Call it when the host starts and periodically.
+// a process that crashed. With leases (Store.Runs set) the reaper finds
+// dead runs much sooner (RunReaper, which also calls RecoverStale); without
+// them, call RecoverStale when the host starts and periodically.
 func (s *Service) RecoverStale(ctx context.Context) (int, error) {
 	now := s.cfg.Now().UTC()
 	n, err := s.repos.Messages.FailStale(ctx, now.Add(-s.cfg.Limits.StaleAfter), domain.MessageError{

@@ -47,9 +47,10 @@ func replayEnds(t *testing.T, f *fixture, runID, code string) []agents.Event {
 	return evs
 }
 
-// A run whose consumer stops reading, or whose context is cancelled, ends
-// its run log with RunFailed "cancelled", so a client that replays it
-// knows the run is over.
+// A run whose stream owns it (CancelOnStop) and whose consumer stops
+// reading, or whose context is cancelled, is cancelled and ends its run log
+// with RunFailed "cancelled", so a client that replays it knows the run is
+// over. (Without CancelOnStop the run goes on: see TestDetachedRun.)
 func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 	t.Parallel()
 	slowText := &scripted.Model{ChunkSize: 3, Respond: func(context.Context, *agents.Request) (scripted.Turn, error) {
@@ -59,7 +60,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, textModel("An answer nobody reads."), nil)
 		sess := f.session(t, alice, "")
-		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?"), func(agents.Event) bool { return true })
+		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?", bichat.CancelOnStop()), func(agents.Event) bool { return true })
 		rs := seen[0].(*agents.RunStarted)
 		evs := replayEnds(t, f, rs.RunID, "cancelled")
 		if len(evs) != 2 {
@@ -72,7 +73,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		f := newFixture(t, slowText, nil)
 		sess := f.session(t, alice, "")
 		deltas := 0
-		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?"), func(ev agents.Event) bool {
+		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?", bichat.CancelOnStop()), func(ev agents.Event) bool {
 			if _, ok := ev.(*agents.TextDelta); ok {
 				deltas++
 			}
@@ -87,7 +88,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, brainModel(), []agents.Tool{salesTool(nil)})
 		sess := f.session(t, alice, "")
-		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "[chart] EMEA revenue"), func(ev agents.Event) bool {
+		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "[chart] EMEA revenue", bichat.CancelOnStop()), func(ev agents.Event) bool {
 			_, ok := ev.(*agents.ToolCallStarted)
 			return ok
 		})
@@ -99,7 +100,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		sess := f.session(t, alice, "")
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		seen := rangeUntil(t, f.svc.Send(ctx, alice, sess.ID, "Revenue?"), func(ev agents.Event) bool {
+		seen := rangeUntil(t, f.svc.Send(ctx, alice, sess.ID, "Revenue?", bichat.CancelOnStop()), func(ev agents.Event) bool {
 			if _, ok := ev.(*agents.RunStarted); ok {
 				cancel() // the model is waiting for its first chunk
 			}
@@ -113,7 +114,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		sess := f.session(t, alice, "")
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		seen := rangeUntil(t, f.svc.Send(ctx, alice, sess.ID, "Revenue?"), func(ev agents.Event) bool {
+		seen := rangeUntil(t, f.svc.Send(ctx, alice, sess.ID, "Revenue?", bichat.CancelOnStop()), func(ev agents.Event) bool {
 			if _, ok := ev.(*agents.TextDelta); ok {
 				cancel() // the request ends and nobody reads any more
 				return true
@@ -125,7 +126,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 	t.Run("break in a resumed run", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
-		seen := rangeUntil(t, w.svc.Resume(t.Context(), alice, w.askMsg, validAnswers), func(agents.Event) bool { return true })
+		seen := rangeUntil(t, w.svc.Resume(t.Context(), alice, w.askMsg, validAnswers, bichat.CancelOnStop()), func(agents.Event) bool { return true })
 		rs := seen[0].(*agents.RunStarted)
 		replayEnds(t, w.fixture, rs.RunID, "cancelled")
 		failureCode(t, w.fixture, w.askMsg, "cancelled")
@@ -133,7 +134,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 	t.Run("break in an approved run", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
-		seen := rangeUntil(t, w.svc.Approve(t.Context(), alice, w.confMsg, w.token), func(agents.Event) bool { return true })
+		seen := rangeUntil(t, w.svc.Approve(t.Context(), alice, w.confMsg, w.token, bichat.CancelOnStop()), func(agents.Event) bool { return true })
 		replayEnds(t, w.fixture, seen[0].Header().RunID, "cancelled")
 	})
 	t.Run("answer could not be saved", func(t *testing.T) {

@@ -18,79 +18,117 @@ import (
 
 // Send asks a question in a session and streams the run's events. It
 // validates the input (text of 1 to 10,000 characters), persists the user
-// message and an assistant placeholder atomically, claims the placeholder,
-// runs the agent and persists the outcome before yielding the last event:
-// RunFinished (message complete), Interrupted (message awaiting input) or
-// RunFailed (message failed, followed by the error).
+// message and an assistant placeholder atomically, claims the placeholder
+// (with a lease, see Limits.RunLease), starts the run and streams its
+// events. The last event is RunFinished (message complete), Interrupted
+// (message awaiting input) or RunFailed (message failed, followed by the
+// error); the outcome is persisted, and the event is in the run log,
+// before it is yielded.
 //
 // Interrupted events come without their Checkpoint (the service stores it;
 // answer with Resume, Approve or Deny and the message id).
 //
+// The run belongs to the service, not to the loop: it runs on a goroutine
+// of the service with a context detached from ctx (it keeps ctx's values,
+// is bounded by Limits.RunTimeout and ends with Close). Breaking out of
+// the loop, or cancelling ctx, only stops watching (a cancelled ctx ends
+// the stream with an error matching ctx's): the run goes on, is recorded
+// and completes, and Watch follows it again from any seq. To stop the run
+// itself call Cancel, or pass CancelOnStop to get the old behaviour of a
+// loop that owns its run.
+//
 // A session produces one answer at a time: while a run is in progress (in
-// this process, or in another one within Limits.StaleAfter), Send and
-// Resume yield an error matching domain.ErrConflict.
+// this process, or in another one holding an unexpired lease), Send and
+// Resume yield an error matching domain.ErrConflict. A generating message
+// whose lease expired belongs to a dead process: Send fails it (code
+// "lease_expired") and proceeds.
 //
 // Invalid input, a missing permission or an unknown session yield only an
 // error; a session p cannot see (missing, another user's or another
 // tenant's) yields the same error matching domain.ErrNotFound in every
-// case. Breaking out of the loop, or cancelling ctx, stops the run, marks
-// the message failed with code "cancelled" and ends the run log with a
-// RunFailed event of that code: a message never stays generating, and
-// Replay always shows that the run is over. No tool call starts after the
+// case. After Close, Send yields ErrClosed. No tool call starts after the
 // run's context is cancelled.
 func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
-		var o sendOptions
-		for _, opt := range opts {
-			if opt != nil {
-				opt(&o)
-			}
-		}
-		sess, user, asst, history, err := s.prepareSend(ctx, p, sessionID, text)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		defer s.release(sess.ID)
-		exec, err := s.executorFor(sess.Model)
-		if err != nil {
-			s.failMessage(ctx, p, asst, "invalid", err.Error(), nil)
-			yield(nil, err)
-			return
-		}
+		o := sendOpts(opts)
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
 		}
+		st, user, history, err := s.prepareSend(ctx, p, sessionID, text)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		asst := st.asst
+		r := s.newRunner(ctx, p, st.sess, asst, newRunRecord(), st.live, st.leased)
 		in := agents.Input{
 			RunID:     asst.RunID,
 			TenantID:  p.TenantID,
 			UserID:    p.UserID,
-			SessionID: sess.ID,
+			SessionID: st.sess.ID,
 			MessageID: asst.ID,
 			History:   history,
 			Message:   agents.Message{Role: domain.RoleUser, Parts: user.Parts},
 		}
-		s.drive(ctx, p, sess, asst, newRunRecord(), func(rctx context.Context) iter.Seq2[agents.Event, error] {
+		model := st.sess.Model
+		r.start(ctx, o.cancelOnStop, yield, func(rctx context.Context) iter.Seq2[agents.Event, error] {
+			exec, err := s.executorFor(model)
+			if err != nil {
+				return func(yield func(agents.Event, error) bool) { yield(nil, err) }
+			}
 			return exec.Run(rctx, in)
-		}, yield)
+		})
 	}
 }
 
+// CancelOnStop makes the stream own its run, as before runs outlived their
+// callers: when the loop breaks or ctx is cancelled, the run is cancelled
+// (the message fails with code "cancelled" and the run log ends with that
+// RunFailed). After a break the call returns once that is recorded; after
+// ctx is cancelled the loop still receives the RunFailed and the error.
+// Use it for callers that cannot watch again, such as a CLI; a web host
+// usually wants the default (a dropped connection does not lose the
+// answer) and Service.Cancel for a stop button.
+func CancelOnStop() SendOption {
+	return func(o *sendOptions) { o.cancelOnStop = true }
+}
+
+func sendOpts(opts []SendOption) sendOptions {
+	var o sendOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// started is a claimed answer with its run registered in this process.
+type started struct {
+	sess   *domain.Session
+	asst   *domain.Message
+	live   *liveRun
+	leased bool
+}
+
 func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID, text string) (
-	*domain.Session, *domain.Message, *domain.Message, []agents.Message, error) {
+	*started, *domain.Message, []agents.Message, error) {
 	if err := authorize(p, domain.PermWrite); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	t, err := checkText("text", text, domain.MaxMessageLen)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	sess, err := s.ownedSession(ctx, p, sessionID)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, nil, nil, err
 	}
 	if !s.acquire(sess.ID) {
-		return nil, nil, nil, nil, errBusy(sess.ID)
+		return nil, nil, nil, errBusy(sess.ID)
 	}
 	ok := false
 	defer func() {
@@ -98,25 +136,11 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 			s.release(sess.ID)
 		}
 	}()
-	prior, err := s.repos.Messages.ListMessages(ctx, p.TenantID, sess.ID, domain.MessageListOptions{Limit: s.cfg.Limits.HistoryMessages})
+	prior, err := s.priorMessages(ctx, p, sess.ID)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("bichat: load history: %w", err)
+		return nil, nil, nil, err
 	}
 	now := s.cfg.Now().UTC()
-	for i := range prior {
-		m := &prior[i]
-		switch m.Status {
-		case domain.StatusGenerating:
-			if now.Sub(m.UpdatedAt) < s.cfg.Limits.StaleAfter {
-				return nil, nil, nil, nil, errBusy(sess.ID)
-			}
-		case domain.StatusAwaitingInput:
-			// A new question supersedes a pending one: the old run ends.
-			if err := s.supersede(ctx, p, m); err != nil {
-				return nil, nil, nil, nil, err
-			}
-		}
-	}
 	history := historyFromMessages(prior)
 	user := &domain.Message{ID: domain.NewID(), TenantID: p.TenantID, SessionID: sess.ID, Role: domain.RoleUser,
 		Parts: []domain.Part{domain.TextPart(t)}, Status: domain.StatusComplete, CreatedAt: now, UpdatedAt: now}
@@ -124,15 +148,13 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 		Parts: []domain.Part{}, Status: domain.StatusGenerating, CreatedAt: now, UpdatedAt: now,
 		Metadata: domain.MessageMetadata{Model: s.modelName(sess.Model)}}
 	if err := s.repos.Messages.CreateMessages(ctx, user, asst); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("bichat: save question: %w", err)
+		return nil, nil, nil, fmt.Errorf("bichat: save question: %w", err)
 	}
 	s.publishSave(ctx, p, user)
-	runID := domain.NewID()
-	if err := s.repos.Messages.Claim(ctx, p.TenantID, asst.ID, runID); err != nil {
-		s.failMessage(ctx, p, asst, "internal", "The answer could not be started.", nil)
-		return nil, nil, nil, nil, fmt.Errorf("bichat: claim answer: %w", err)
+	st, err := s.claim(ctx, p, sess, asst, "The answer could not be started.")
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	asst.RunID = runID
 	sess.UpdatedAt = now
 	if sess.Title == DefaultTitle && len(history) == 0 {
 		sess.Title = titleFrom(t)
@@ -141,7 +163,77 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 		s.cfg.Logger.WarnContext(ctx, "bichat: session update failed", "session_id", sess.ID, "error", err)
 	}
 	ok = true
-	return sess, user, asst, history, nil
+	return st, user, history, nil
+}
+
+// priorMessages loads the session's recent messages for a new question
+// and clears the way for it: a run in progress makes the session busy; a
+// generating message whose lease expired (or, without a lease, older than
+// StaleAfter) belongs to a dead process and is failed; a message awaiting
+// input is superseded.
+func (s *Service) priorMessages(ctx context.Context, p domain.Principal, sessionID string) ([]domain.Message, error) {
+	reaped := false
+	for {
+		prior, err := s.repos.Messages.ListMessages(ctx, p.TenantID, sessionID, domain.MessageListOptions{Limit: s.cfg.Limits.HistoryMessages})
+		if err != nil {
+			return nil, fmt.Errorf("bichat: load history: %w", err)
+		}
+		now := s.cfg.Now().UTC()
+		retry := false
+		for i := range prior {
+			m := &prior[i]
+			switch m.Status {
+			case domain.StatusGenerating:
+				switch {
+				case s.repos.Runs != nil && !m.LeaseUntil.IsZero():
+					if m.LeaseUntil.After(now) || reaped {
+						return nil, errBusy(sessionID)
+					}
+					// Its process died: fail it as the reaper would, then
+					// look again.
+					if _, err := s.reapExpired(ctx, now); err != nil {
+						return nil, err
+					}
+					reaped, retry = true, true
+				case now.Sub(m.UpdatedAt) < s.cfg.Limits.StaleAfter:
+					return nil, errBusy(sessionID)
+				}
+			case domain.StatusAwaitingInput:
+				// A new question supersedes a pending one: the old run ends.
+				if err := s.supersede(ctx, p, m); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !retry {
+			return prior, nil
+		}
+	}
+}
+
+// claim registers the run of asst in this process and claims the message
+// for it, with a lease when the store supports leases. On failure the
+// message is failed with failMsg.
+func (s *Service) claim(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message, failMsg string) (*started, error) {
+	runID := domain.NewID()
+	live, err := s.newLive(ctx, asst, runID)
+	if err != nil {
+		s.failMessage(ctx, p, asst, "shutdown", "The server is shutting down. Please ask again.", nil)
+		return nil, err
+	}
+	leased := s.repos.Runs != nil
+	if leased {
+		err = s.repos.Runs.ClaimRun(ctx, p.TenantID, asst.ID, runID, s.cfg.Now().Add(s.cfg.Limits.RunLease))
+	} else {
+		err = s.repos.Messages.Claim(ctx, p.TenantID, asst.ID, runID)
+	}
+	if err != nil {
+		s.abandon(live)
+		s.failMessage(ctx, p, asst, "internal", failMsg, nil)
+		return nil, fmt.Errorf("bichat: claim answer: %w", err)
+	}
+	asst.RunID = runID
+	return &started{sess: sess, asst: asst, live: live, leased: leased}, nil
 }
 
 // titleFrom makes a session title from the first question: its first line,
@@ -225,98 +317,6 @@ type runRecord struct {
 
 func newRunRecord() *runRecord { return &runRecord{args: map[string]json.RawMessage{}} }
 
-// drive runs start with a context bounded by RunTimeout, persists the run
-// log and the outcome, and forwards events to the consumer. The outcome is
-// persisted before the last event is yielded.
-//
-// The run log always ends with a terminal event (RunFinished, Interrupted
-// or RunFailed), so Replay tells a reconnecting client that the run is
-// over: when the run ends without one reaching the log (the consumer broke
-// out of the loop, the executor stopped with a bare error, or the outcome
-// could not be saved), drive appends a RunFailed with the code and message
-// the answer was failed with.
-func (s *Service) drive(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message, rec *runRecord,
-	start func(context.Context) iter.Seq2[agents.Event, error], yield func(agents.Event, error) bool) {
-	var (
-		finished bool  // the message's outcome is recorded
-		terminal bool  // a terminal root event is in the run log
-		lastSeq  int64 // seq of the last event logged
-		code     = "cancelled"
-		message  = "The request was cancelled before the answer was complete."
-	)
-	fail := func(c, m string) {
-		finished = true
-		code, message = c, m
-		s.failMessage(ctx, p, asst, c, m, nil)
-	}
-	defer func() {
-		if !finished {
-			s.failMessage(ctx, p, asst, code, message, nil)
-		}
-		if !terminal {
-			s.logEvent(ctx, p, asst, &agents.RunFailed{EventHeader: agents.EventHeader{RunID: asst.RunID,
-				SessionID: asst.SessionID, MessageID: asst.ID, Seq: lastSeq + 1, Time: s.cfg.Now()},
-				Code: code, Message: message})
-		}
-	}()
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.Limits.RunTimeout)
-	defer cancel()
-	for ev, err := range start(rctx) {
-		if err != nil {
-			if !finished {
-				fail(errorCode(err), userMessage(err))
-			}
-			yield(nil, err)
-			return
-		}
-		root := ev.Header().ParentRunID == ""
-		switch e := ev.(type) {
-		case *agents.ToolCallStarted:
-			rec.args[e.CallID] = e.Arguments
-		case *agents.ToolCallFinished:
-			s.recordTool(ctx, p, asst, rec, e)
-		case *agents.RunFinished:
-			if root {
-				finished = true
-				if err := s.complete(ctx, p, sess, asst, rec, e); err != nil {
-					fail("internal", "The answer could not be saved.")
-					yield(nil, err)
-					return
-				}
-				terminal = true
-			}
-		case *agents.Interrupted:
-			if root {
-				finished = true
-				if err := s.interrupt(ctx, p, asst, rec, e); err != nil {
-					fail("internal", "The question for the user could not be saved.")
-					yield(nil, err)
-					return
-				}
-				terminal = true
-				// The checkpoint is stored; hosts resume by message id.
-				// Keep it (history, transcript) out of the log and the
-				// stream.
-				c := *e
-				c.Checkpoint = nil
-				ev = &c
-			}
-		case *agents.RunFailed:
-			if root {
-				finished, terminal = true, true
-				code, message = e.Code, e.Message
-				s.applyRecord(asst, rec)
-				s.failMessage(ctx, p, asst, e.Code, e.Message, partsFromTranscript(e.Messages, ""))
-			}
-		}
-		s.logEvent(ctx, p, asst, ev)
-		lastSeq = ev.Header().Seq
-		if !yield(ev, nil) {
-			return
-		}
-	}
-}
-
 func errorCode(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -339,29 +339,6 @@ func userMessage(err error) string {
 		return err.Error()
 	}
 	return "An internal error stopped the answer."
-}
-
-func (s *Service) logEvent(ctx context.Context, p domain.Principal, asst *domain.Message, ev agents.Event) {
-	data, err := agents.MarshalEvent(ev)
-	if err != nil {
-		if f, ok := ev.(*agents.ToolCallFinished); ok {
-			c := *f
-			c.Payload = map[string]string{"error": "payload could not be encoded as JSON"}
-			data, err = agents.MarshalEvent(&c)
-		}
-		if err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "bichat: run log: encode event", "run_id", asst.RunID, "type", ev.Type(), "error", err)
-			return
-		}
-	}
-	h := ev.Header()
-	pctx, cancel := persistCtx(ctx)
-	defer cancel()
-	re := domain.RunEvent{TenantID: p.TenantID, RunID: asst.RunID, SessionID: asst.SessionID, MessageID: asst.ID,
-		Seq: h.Seq, Type: string(ev.Type()), Time: h.Time, Data: data}
-	if err := s.repos.RunEvents.AppendRunEvents(pctx, re); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "bichat: run log: append event", "run_id", asst.RunID, "seq", h.Seq, "error", err)
-	}
 }
 
 // recordTool saves a call's artifacts (stamping their ids into the event
@@ -453,9 +430,10 @@ func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domai
 	now := s.cfg.Now().UTC()
 	cp := &domain.Checkpoint{ID: e.Checkpoint.ID, TenantID: p.TenantID, SessionID: asst.SessionID, MessageID: asst.ID,
 		OwnerID: p.UserID, RunID: asst.RunID, Kind: e.Kind, Data: data, CreatedAt: now}
-	if e.Confirmation != nil {
-		cp.ExpiresAt = e.Confirmation.ExpiresAt
-	}
+	// The interrupt expires after InterruptTTL. (A confirmation token has
+	// its own, usually shorter, validity: Approve and Deny refuse an
+	// expired token and the message keeps waiting until this expiry.)
+	cp.ExpiresAt = now.Add(s.cfg.Limits.InterruptTTL)
 	if err := s.repos.Checkpoints.SaveCheckpoint(pctx, cp); err != nil {
 		return fmt.Errorf("bichat: save checkpoint: %w", err)
 	}

@@ -402,7 +402,9 @@ func TestSendConsumerBreaks(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, textModel("A long answer that the consumer never reads."), nil)
 		sess := f.session(t, alice, "")
-		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?"), func(agents.Event) bool { return true })
+		// CancelOnStop: the loop owns its run (by default it goes on, see
+		// TestDetachedRun).
+		seen := rangeUntil(t, f.svc.Send(t.Context(), alice, sess.ID, "Revenue?", bichat.CancelOnStop()), func(agents.Event) bool { return true })
 		// Checked right after the loop returned: no wait, no poll.
 		failureCode(t, f, seen[0].(*agents.RunStarted).MessageID, "cancelled")
 	})
@@ -430,7 +432,9 @@ func TestSendContextCancelled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev, err := range f.svc.Send(ctx, alice, sess.ID, "Revenue?") {
+		// CancelOnStop: the stream owns its run, so a cancelled ctx cancels
+		// it (by default only the watching stops, see TestDetachedRun).
+		for ev, err := range f.svc.Send(ctx, alice, sess.ID, "Revenue?", bichat.CancelOnStop()) {
 			items = append(items, item{ev, err})
 			if _, ok := ev.(*agents.RunStarted); ok {
 				cancel() // the model is waiting for its first chunk

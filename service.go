@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
@@ -37,6 +38,18 @@ type Service struct {
 	compiler *bctx.Compiler
 	execMu   sync.Mutex
 	execs    map[string]*agents.Executor // by session model name
+
+	// life ends when Close is called; every run's context ends with it.
+	life     context.Context
+	endLife  context.CancelCauseFunc
+	runMu    sync.Mutex
+	closed   bool
+	runs     map[string]*liveRun // runs of this process, by run id
+	byMsg    map[string]*liveRun // the same, by message id
+	runsDone sync.WaitGroup
+	// noHeartbeat stops lease renewals (a test hook that simulates a hung
+	// process).
+	noHeartbeat atomic.Bool
 }
 
 // errBusy reports a session that already has a run in progress.
@@ -52,7 +65,8 @@ func (s *Service) acquire(sessionID string) bool {
 
 func (s *Service) release(sessionID string) { s.busy.Delete(sessionID) }
 
-// New validates cfg and builds a Service.
+// New validates cfg and builds a Service. Call Close when done with it:
+// runs belong to the Service and outlive the calls that started them.
 func New(cfg Config) (*Service, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -60,7 +74,9 @@ func New(cfg Config) (*Service, error) {
 	if err := sharedConfirmationKey(&cfg.Agent); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, repos: cfg.Store, bus: cfg.Bus, compiler: bctx.NewCompiler(), execs: map[string]*agents.Executor{}}
+	s := &Service{cfg: cfg, repos: cfg.Store, bus: cfg.Bus, compiler: bctx.NewCompiler(), execs: map[string]*agents.Executor{},
+		runs: map[string]*liveRun{}, byMsg: map[string]*liveRun{}}
+	s.life, s.endLife = context.WithCancelCause(context.Background())
 	exec, err := s.newExecutor(cfg.Agent.Model)
 	if err != nil {
 		return nil, err

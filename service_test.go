@@ -138,7 +138,20 @@ func newFixture(t testing.TB, model *scripted.Model, tools []agents.Tool, tweak 
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	closeAtEnd(t, svc)
 	return &fixture{svc: svc, store: store, model: model, bus: log, clock: clk}
+}
+
+// closeAtEnd closes svc when the test ends: runs belong to the service and
+// would outlive the test otherwise.
+func closeAtEnd(t testing.TB, svc *bichat.Service) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		if err := svc.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 }
 
 func (f *fixture) session(t testing.TB, p domain.Principal, title string) *domain.Session {
@@ -520,6 +533,9 @@ func serviceOps() []serviceOp {
 		{"PendingInterrupt", domain.PermRead, func(t *testing.T, w *world, p domain.Principal) error {
 			_, err := w.svc.PendingInterrupt(t.Context(), p, w.askMsg)
 			return err
+		}},
+		{"Watch", domain.PermRead, func(t *testing.T, w *world, p domain.Principal) error {
+			return streamErr(t, w.svc.Watch(t.Context(), p, w.answerID, 0))
 		}},
 		{"Replay", domain.PermRead, func(t *testing.T, w *world, p domain.Principal) error {
 			evs, err := w.svc.Replay(t.Context(), p, w.runID, 0)

@@ -1,0 +1,342 @@
+package bichat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bichat-go/bichat/agents"
+	"github.com/bichat-go/bichat/domain"
+)
+
+// ringSize is how many recent items a live run keeps for its watchers. A
+// watcher that falls further behind catches up from the run log, which
+// holds every event older than the last batch (runLogBatch < ringSize).
+const ringSize = 256
+
+// ErrClosed is returned by Send, Resume, Approve and Deny after Close.
+var ErrClosed = errors.New("bichat: service is closed")
+
+// runStop is the cause a run's context is cancelled with: it says which
+// code and message the failed message gets.
+type runStop struct {
+	code, message string
+}
+
+func (e *runStop) Error() string { return "bichat: run stopped: " + e.code }
+
+var (
+	// stopCancelled: Service.Cancel, or a consumer of a CancelOnStop
+	// stream that stopped reading.
+	stopCancelled = &runStop{"cancelled", "The answer was cancelled before it was complete."}
+	// stopShutdown: Service.Close.
+	stopShutdown = &runStop{"shutdown", "The server shut down before the answer was complete. Please ask again."}
+	// stopLeaseLost: the run's lease was taken over (a reaper failed the
+	// message); nothing of the run is written any more.
+	stopLeaseLost = &runStop{"lease_expired", leaseExpiredMessage}
+)
+
+// ringItem is one element of a live run's stream.
+type ringItem struct {
+	ev  agents.Event
+	err error
+	// watchOnly marks a terminal event the starter's stream does not get
+	// (it gets the error instead, as Send always did).
+	watchOnly bool
+}
+
+// liveRun is a run executing in this process: its cancel function and a
+// broadcaster of its stream (a ring of recent items and the watchers to
+// wake).
+type liveRun struct {
+	id, messageID, sessionID, tenantID string
+	ctx                                context.Context
+	cancel                             context.CancelCauseFunc
+	stopLife                           func() bool
+
+	mu   sync.Mutex
+	buf  []ringItem // item i at buf[i%ringSize], for n-len(buf) <= i < n
+	n    int64
+	done bool
+	subs map[*watcher]struct{}
+	// finished is closed after the run's outcome and terminal event are
+	// recorded and published.
+	finished chan struct{}
+}
+
+// watcher is one reader of a live run.
+type watcher struct {
+	sig     chan struct{}
+	pos     int64 // next item index
+	lastSeq int64 // last event seq delivered
+	starter bool  // the stream of the call that started the run
+	// pace, for a starter that owns its run (CancelOnStop), acknowledges
+	// each event: the run waits for it, so it is never ahead of its loop.
+	pace    chan struct{}
+	scratch []ringItem
+}
+
+// newLive registers a run of this process before it is claimed, so
+// Cancel and Watch find it from the moment its message names it.
+func (s *Service) newLive(ctx context.Context, asst *domain.Message, runID string) (*liveRun, error) {
+	base := context.WithoutCancel(ctx)
+	tctx, cancelT := context.WithTimeout(base, s.cfg.Limits.RunTimeout)
+	rctx, cancel := context.WithCancelCause(tctx)
+	r := &liveRun{id: runID, messageID: asst.ID, sessionID: asst.SessionID, tenantID: asst.TenantID,
+		ctx: rctx, subs: map[*watcher]struct{}{}, finished: make(chan struct{})}
+	r.cancel = func(cause error) {
+		cancel(cause)
+		cancelT()
+	}
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		r.cancel(ErrClosed)
+		return nil, ErrClosed
+	}
+	s.runsDone.Add(1)
+	s.runs[runID] = r
+	s.byMsg[asst.ID] = r
+	r.stopLife = context.AfterFunc(s.life, func() { r.cancel(stopShutdown) })
+	return r, nil
+}
+
+// checkOpen returns ErrClosed after Close.
+func (s *Service) checkOpen() error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// unregister removes r from the runs of this process.
+func (s *Service) unregister(r *liveRun) {
+	r.stopLife()
+	s.runMu.Lock()
+	if s.runs[r.id] == r {
+		delete(s.runs, r.id)
+	}
+	if s.byMsg[r.messageID] == r {
+		delete(s.byMsg, r.messageID)
+	}
+	s.runMu.Unlock()
+}
+
+// abandon drops a run that never started.
+func (s *Service) abandon(r *liveRun) {
+	s.unregister(r)
+	r.cancel(nil)
+	s.runsDone.Done()
+}
+
+// liveByMessage returns the run of this process generating messageID.
+func (s *Service) liveByMessage(messageID string) *liveRun {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	return s.byMsg[messageID]
+}
+
+// publish adds items to the ring and wakes the watchers; final marks the
+// end of the stream.
+func (r *liveRun) publish(final bool, items ...ringItem) {
+	r.mu.Lock()
+	for _, it := range items {
+		if len(r.buf) < ringSize {
+			r.buf = append(r.buf, it)
+		} else {
+			r.buf[r.n%ringSize] = it
+		}
+		r.n++
+	}
+	if final {
+		r.done = true
+	}
+	for w := range r.subs {
+		select {
+		case w.sig <- struct{}{}:
+		default:
+		}
+	}
+	r.mu.Unlock()
+	if final {
+		close(r.finished)
+	}
+}
+
+func (r *liveRun) subscribe(afterSeq int64, starter bool) *watcher {
+	w := &watcher{sig: make(chan struct{}, 1), lastSeq: afterSeq, starter: starter}
+	r.mu.Lock()
+	r.subs[w] = struct{}{}
+	r.mu.Unlock()
+	return w
+}
+
+func (r *liveRun) unsubscribe(w *watcher) {
+	r.mu.Lock()
+	delete(r.subs, w)
+	r.mu.Unlock()
+}
+
+// followResult says why follow returned.
+type followResult int
+
+const (
+	followEnded   followResult = iota // the stream ended (terminal event or run over)
+	followStopped                     // the consumer stopped reading
+	followCtxDone                     // ctx ended first
+)
+
+// follow yields the items of a live run to one watcher until the run's
+// stream ends (the starter) or its terminal event (other watchers), the
+// consumer stops or ctx ends. A watcher that fell out of the ring reads
+// the missing events from the run log; events are deduplicated by seq,
+// so the stream has neither a gap nor a duplicate.
+func (s *Service) follow(ctx context.Context, r *liveRun, w *watcher, yield func(agents.Event, error) bool) followResult {
+	for {
+		r.mu.Lock()
+		if oldest := r.n - int64(len(r.buf)); w.pos < oldest {
+			r.mu.Unlock()
+			if res, ok := s.catchUp(ctx, r, w, yield); !ok {
+				return res
+			}
+			r.mu.Lock()
+			w.pos = max(w.pos, r.n-int64(len(r.buf)))
+			r.mu.Unlock()
+			continue
+		}
+		items := w.scratch[:0]
+		for i := w.pos; i < r.n; i++ {
+			items = append(items, r.buf[i%ringSize])
+		}
+		w.pos = r.n
+		done := r.done
+		r.mu.Unlock()
+		for i, it := range items {
+			items[i] = ringItem{}
+			switch {
+			case it.err != nil:
+				if w.starter && !yield(nil, it.err) {
+					return followStopped
+				}
+			case it.watchOnly && w.starter:
+			default:
+				h := it.ev.Header()
+				if h.Seq <= w.lastSeq {
+					continue
+				}
+				if !yield(it.ev, nil) {
+					return followStopped
+				}
+				w.lastSeq = h.Seq
+				if !w.starter && isTerminal(it.ev) {
+					return followEnded
+				}
+				if w.pace != nil {
+					select {
+					case w.pace <- struct{}{}:
+					case <-r.finished:
+					}
+				}
+			}
+		}
+		w.scratch = items[:0]
+		if done {
+			return followEnded
+		}
+		select {
+		case <-w.sig:
+		case <-ctx.Done():
+			return followCtxDone
+		}
+	}
+}
+
+// catchUp yields the run-log events after w.lastSeq, for a watcher that
+// fell out of the ring; ok is false when the watcher is done.
+func (s *Service) catchUp(ctx context.Context, r *liveRun, w *watcher, yield func(agents.Event, error) bool) (followResult, bool) {
+	recs, err := s.repos.RunEvents.ListRunEvents(ctx, r.tenantID, r.id, w.lastSeq, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return followCtxDone, false
+		}
+		if !yield(nil, fmt.Errorf("bichat: watch run %s: read run log: %w", r.id, err)) {
+			return followStopped, false
+		}
+		return followEnded, false
+	}
+	for _, rec := range recs {
+		ev, err := agents.UnmarshalEvent(rec.Data)
+		if err != nil {
+			yield(nil, fmt.Errorf("bichat: watch run %s seq %d: %w", r.id, rec.Seq, err))
+			return followEnded, false
+		}
+		if !yield(ev, nil) {
+			return followStopped, false
+		}
+		w.lastSeq = rec.Seq
+		if !w.starter && isTerminal(ev) {
+			return followEnded, false
+		}
+	}
+	return followEnded, true
+}
+
+// isTerminal reports whether ev ends a run: RunFinished, RunFailed or
+// Interrupted of the top-level agent.
+func isTerminal(ev agents.Event) bool {
+	switch ev.(type) {
+	case *agents.RunFinished, *agents.RunFailed, *agents.Interrupted:
+		return ev.Header().ParentRunID == ""
+	}
+	return false
+}
+
+// Close stops the service: Send, Resume, Approve and Deny yield ErrClosed
+// from then on, every run of this process is cancelled (its message is
+// failed with code "shutdown" and its run log ends with that RunFailed
+// event) and Close waits for them to record their outcome, until ctx
+// ends. Watchers of those runs get the terminal event. Close may be called
+// more than once; RunReaper loops return.
+func (s *Service) Close(ctx context.Context) error {
+	s.runMu.Lock()
+	s.closed = true
+	s.runMu.Unlock()
+	s.endLife(ErrClosed)
+	done := make(chan struct{})
+	go func() {
+		s.runsDone.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bichat: close: runs still recording: %w", ctx.Err())
+	}
+}
+
+// waitFinished waits until r recorded its outcome, or ctx ends.
+func waitFinished(ctx context.Context, r *liveRun) error {
+	select {
+	case <-r.finished:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pollInterval is how often a watcher of a run in another process reads
+// the log when the store cannot notify it; with notifications it polls at
+// notifiedPollInterval, in case a notification is lost.
+const (
+	pollInterval         = 250 * time.Millisecond
+	notifiedPollInterval = time.Second
+	// terminalGrace is how long a watcher waits for the terminal event of
+	// a run whose message is no longer generating before it records one
+	// from the message (the process died between the two writes).
+	terminalGrace = 2 * time.Second
+)
