@@ -37,8 +37,21 @@
 // never run on the model's word: the run stops with a [ConfirmationRequest]
 // whose token is bound to tenant, user, tool, arguments and expiry, and only
 // [Executor.Approve] runs the tool ([Executor.Deny] refuses it).
+// Checkpoints carry a format version ([CheckpointVersion]): decoding one
+// (json.Unmarshal or [DecodeCheckpoint]) upgrades a checkpoint stored by an
+// older release and refuses one from a newer release with
+// [ErrCheckpointVersion].
 //
 // The built-in final_answer tool ends a run with an answer, and
 // [NewTaskTool] lets the model delegate to sub-agents whose events are
 // forwarded into the parent's stream.
+//
+// # Events on the wire
+//
+// [MarshalEvent] encodes an event as JSON with a "type" member (the form
+// of bichat's run log), byte for byte what encoding/json produces; the
+// frequent deltas are encoded without reflection, and [AppendEvent] lets a
+// writer reuse one buffer for every event. [UnmarshalEvent] decodes it.
+// The [Accumulator] appends fragments to per-part buffers, so assembling
+// an answer costs time and memory linear in its length.
 package agents

@@ -1,10 +1,12 @@
 package agents
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/domain"
 )
@@ -229,26 +231,235 @@ func (*RunFailed) Type() EventType { return EventRunFailed }
 // browser (e.g. as the data of a server-sent event named after the type),
 // but the SDK has no SSE writer: the host writes its own transport.
 // Decoding gives payloads back as generic JSON values.
+//
+// The bytes are exactly those of encoding/json (HTML-safe escaping, RFC
+// 3339 times); the frequent small events (text and reasoning deltas, run
+// start) are encoded without reflection.
 func MarshalEvent(e Event) ([]byte, error) {
+	return AppendEvent(nil, e)
+}
+
+// AppendEvent appends MarshalEvent's encoding of e to dst and returns the
+// extended buffer. A writer that copies the bytes away (a run log, a
+// socket) can reuse one buffer for every event: buf, err =
+// AppendEvent(buf[:0], ev). On error dst is returned unchanged.
+func AppendEvent(dst []byte, e Event) ([]byte, error) {
+	if out, ok := appendEventFast(dst, e); ok {
+		return out, nil
+	}
+	if e == nil {
+		return dst, errors.New("agents: encode event: nil event")
+	}
 	body, err := json.Marshal(e)
 	if err != nil {
-		return nil, fmt.Errorf("agents: encode %s event: %w", e.Type(), err)
+		return dst, fmt.Errorf("agents: encode %s event: %w", e.Type(), err)
 	}
 	if len(body) < 2 || body[0] != '{' {
-		return nil, fmt.Errorf("agents: encode %s event: not an object (nil event?)", e.Type())
+		return dst, fmt.Errorf("agents: encode %s event: not an object (nil event?)", e.Type())
 	}
-	var b bytes.Buffer
-	b.Grow(len(body) + 32)
-	b.WriteString(`{"type":`)
-	tb, _ := json.Marshal(string(e.Type()))
-	b.Write(tb)
+	dst = grow(dst, len(body)+len(e.Type())+10)
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, string(e.Type()))
 	if len(body) > 2 {
-		b.WriteByte(',')
-		b.Write(body[1:])
+		dst = append(dst, ',')
+		dst = append(dst, body[1:]...)
 	} else {
-		b.WriteByte('}')
+		dst = append(dst, '}')
 	}
-	return b.Bytes(), nil
+	return dst, nil
+}
+
+// appendEventFast encodes the hot event types by hand. It reports false,
+// leaving the work to encoding/json, for other types, nil pointers and
+// times encoding/json refuses.
+func appendEventFast(dst []byte, e Event) ([]byte, bool) {
+	var (
+		h    *EventHeader
+		text string
+	)
+	switch ev := e.(type) {
+	case *TextDelta:
+		if ev == nil {
+			return dst, false
+		}
+		h, text = &ev.EventHeader, ev.Text
+	case *ReasoningDelta:
+		if ev == nil {
+			return dst, false
+		}
+		h, text = &ev.EventHeader, ev.Text
+	case *RunStarted:
+		if ev == nil {
+			return dst, false
+		}
+		h = &ev.EventHeader
+	default:
+		return dst, false
+	}
+	// Grow the buffer once, to the size when no string needs escaping (35
+	// bytes is the longest RFC 3339 time).
+	size := 50 + len(e.Type()) + 20 + 35 + len(h.RunID) + len(text)
+	if h.Seq >= 0 && h.Seq < 1e6 {
+		size -= 14 // at most 6 digits
+	}
+	for _, f := range [...]string{h.ParentRunID, h.Agent, h.SessionID, h.MessageID} {
+		if f != "" {
+			size += 19 + len(f)
+		}
+	}
+	if rs, ok := e.(*RunStarted); ok {
+		size += 20 + len(rs.Model) + len(rs.ResumedFrom)
+	}
+	n0 := len(dst)
+	dst = grow(dst, size)
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, e.Type()...) // constant, nothing to escape
+	dst = append(dst, `","run_id":`...)
+	dst = appendJSONString(dst, h.RunID)
+	if h.ParentRunID != "" {
+		dst = append(dst, `,"parent_run_id":`...)
+		dst = appendJSONString(dst, h.ParentRunID)
+	}
+	if h.Agent != "" {
+		dst = append(dst, `,"agent":`...)
+		dst = appendJSONString(dst, h.Agent)
+	}
+	if h.SessionID != "" {
+		dst = append(dst, `,"session_id":`...)
+		dst = appendJSONString(dst, h.SessionID)
+	}
+	if h.MessageID != "" {
+		dst = append(dst, `,"message_id":`...)
+		dst = appendJSONString(dst, h.MessageID)
+	}
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, h.Seq, 10)
+	dst = append(dst, `,"time":"`...)
+	// AppendText is the RFC 3339 form Time.MarshalJSON quotes, with the
+	// same range checks.
+	withTime, err := h.Time.AppendText(dst)
+	if err != nil {
+		return dst[:n0], false
+	}
+	dst = append(withTime, '"')
+	switch ev := e.(type) {
+	case *TextDelta, *ReasoningDelta:
+		dst = append(dst, `,"text":`...)
+		dst = appendJSONString(dst, text)
+	case *RunStarted:
+		dst = append(dst, `,"model":`...)
+		dst = appendJSONString(dst, ev.Model)
+		if ev.ResumedFrom != "" {
+			dst = append(dst, `,"resumed_from":`...)
+			dst = appendJSONString(dst, ev.ResumedFrom)
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// grow returns b with room for n more bytes (one allocation when it has
+// not; slices.Grow makes two under the race detector).
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), len(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+const hexDigits = "0123456789abcdef"
+
+// jsonSafe marks the ASCII bytes encoding/json copies unescaped (with its
+// default HTML escaping of <, > and &).
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+const (
+	lo7 = 0x0101010101010101
+	hi7 = 0x8080808080808080
+)
+
+// safeWord reports whether the 8 bytes of w are all ASCII that
+// appendJSONString copies unescaped: none is 0x80 or above, below 0x20, or
+// one of " \\ < > &. It lets long plain text skip the byte loop.
+func safeWord(w string) bool {
+	_ = w[7]
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	if x&hi7 != 0 || (x-lo7*0x20)&^x&hi7 != 0 {
+		return false // non-ASCII or a control byte
+	}
+	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
+}
+
+// hasByte reports whether any byte of x (all below 0x80) equals c.
+func hasByte(x uint64, c byte) bool {
+	y := x ^ (lo7 * uint64(c))
+	return (y-lo7)&^y&hi7 != 0
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// does: short escapes for \b \f \n \r \t " and \\, \u00XX for other
+// control bytes and <, > and &, \ufffd for each invalid UTF-8 byte, and
+// \u2028, \u2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) && safeWord(s[i:i+8]) {
+			i += 8
+			continue
+		}
+		if b := s[i]; b < utf8.RuneSelf {
+			if jsonSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // UnmarshalEvent decodes what MarshalEvent produced. Payloads decode as

@@ -97,6 +97,20 @@ func AssistantMessage(text string) Message {
 
 // Text returns the concatenation of the message's text parts.
 func (m Message) Text() string {
+	var only *domain.Part
+	n := 0
+	for i := range m.Parts {
+		if m.Parts[i].Type == domain.PartText {
+			only = &m.Parts[i]
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return only.Text // no copy for the usual single text part
+	}
 	var b strings.Builder
 	for _, p := range m.Parts {
 		if p.Type == domain.PartText {

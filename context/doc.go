@@ -67,5 +67,9 @@
 //
 // RequestBuilder implements agents.RequestBuilder: set it as
 // agents.Config.Builder and every turn is compiled, with a
-// hooks.ContextCompile event on the bus.
+// hooks.ContextCompile event on the bus. Blocks are built once and reused:
+// within a run, those of earlier turns; across runs, the tool-schema blocks
+// (keyed by tool name and checked against description and schema) and the
+// system-prompt block (keyed by its text), so a new run of the same agent
+// builds only its own messages.
 package context

@@ -1,6 +1,7 @@
 package context
 
 import (
+	"bytes"
 	stdctx "context"
 	"errors"
 	"fmt"
@@ -32,8 +33,10 @@ type SessionFunc func(ctx stdctx.Context, t *agents.TurnContext) ([]Block, error
 // on Bus; and returns the request with the turn's Options.
 //
 // Blocks of earlier turns of the same run are reused (the executor only
-// appends messages), and token counts are cached by the Compiler, so a turn
-// costs about the new messages. For inexact renderers the estimate is
+// appends messages), tool-schema and system-prompt blocks are shared by
+// all runs of the builder (rebuilt only when a tool's name, description or
+// schema, or the prompt's text, is new), and token counts are cached by the
+// Compiler, so a turn costs about the new messages. For inexact renderers the estimate is
 // calibrated with the provider's prompt size of the run's previous call
 // (TurnContext.PrevUsage). Safe for concurrent runs.
 type RequestBuilder struct {
@@ -44,7 +47,8 @@ type RequestBuilder struct {
 	// Policy is the budget (e.g. PolicyFor(model.Info(), OverflowCompact)
 	// with a Summarizer).
 	Policy Policy
-	// Codecs makes the blocks (nil: NewCodecs()).
+	// Codecs makes the blocks (nil: NewCodecs()). Set it before the
+	// first BuildRequest: blocks built with it are cached.
 	Codecs *Codecs
 	// Bus receives a hooks.ContextCompile per turn; nil disables it.
 	Bus *hooks.Bus
@@ -57,6 +61,77 @@ type RequestBuilder struct {
 	mu    sync.Mutex
 	runs  map[string]*runMemo
 	order []string
+
+	// shared holds the blocks every run of the builder starts with (tool
+	// schemas, the system prompt), so a new run reuses them instead of
+	// canonicalizing, rendering and hashing them again.
+	shared sharedBlocks
+}
+
+// maxSharedBlocks bounds each map of sharedBlocks; past it the map starts
+// over (a host that generates tools or prompts per run just misses).
+const maxSharedBlocks = 1024
+
+// sharedBlocks caches blocks across runs, keyed by exact content: a tool
+// block by the tool's name, checked against its description and schema
+// (the only fields its block depends on); a system block by its text.
+type sharedBlocks struct {
+	mu     sync.Mutex
+	tools  map[string]sharedTool
+	system map[string]Block
+}
+
+type sharedTool struct {
+	desc   string
+	schema []byte
+	block  Block
+}
+
+// toolBlock returns the reference block of s, from the cache when a tool
+// of the same name, description and schema was seen before.
+func (b *RequestBuilder) toolBlock(s *agents.ToolSpec) (Block, error) {
+	c := &b.shared
+	c.mu.Lock()
+	e, ok := c.tools[s.Name]
+	c.mu.Unlock()
+	if ok && e.desc == s.Description && bytes.Equal(e.schema, s.Schema) {
+		return e.block, nil
+	}
+	blk, err := b.Codecs.NewBlock(KindReference, CodecToolSchema, ToolSchemaOf(*s))
+	if err != nil {
+		return Block{}, err
+	}
+	e = sharedTool{desc: s.Description, schema: bytes.Clone(s.Schema), block: blk}
+	c.mu.Lock()
+	if c.tools == nil || len(c.tools) >= maxSharedBlocks {
+		c.tools = map[string]sharedTool{}
+	}
+	c.tools[s.Name] = e
+	c.mu.Unlock()
+	return blk, nil
+}
+
+// systemBlock returns the pinned block of a system prompt, from the cache
+// when the same text was seen before.
+func (b *RequestBuilder) systemBlock(system string) (Block, error) {
+	c := &b.shared
+	c.mu.Lock()
+	blk, ok := c.system[system]
+	c.mu.Unlock()
+	if ok {
+		return blk, nil
+	}
+	blk, err := b.Codecs.NewBlock(KindPinned, CodecRules, Rules{Text: system})
+	if err != nil {
+		return Block{}, err
+	}
+	c.mu.Lock()
+	if c.system == nil || len(c.system) >= maxSharedBlocks {
+		c.system = map[string]Block{}
+	}
+	c.system[system] = blk
+	c.mu.Unlock()
+	return blk, nil
 }
 
 // NewRequestBuilder returns a RequestBuilder with a new Compiler and the
@@ -187,7 +262,7 @@ func (b *RequestBuilder) blocks(ctx stdctx.Context, t *agents.TurnContext, m *ru
 	if system != m.system || (system != "" && m.sysBlk == nil) {
 		m.system, m.sysBlk = system, nil
 		if system != "" {
-			blk, err := b.Codecs.NewBlock(KindPinned, CodecRules, Rules{Text: system})
+			blk, err := b.systemBlock(system)
 			if err != nil {
 				return nil, fmt.Errorf("context: system prompt: %w", err)
 			}
@@ -223,8 +298,9 @@ func (b *RequestBuilder) toolBlocks(specs []agents.ToolSpec, tm *toolMemo) error
 		return nil
 	}
 	tm.blocks = make([]Block, 0, len(specs))
-	for _, s := range specs {
-		blk, err := b.Codecs.NewBlock(KindReference, CodecToolSchema, ToolSchemaOf(s))
+	for i := range specs {
+		s := &specs[i]
+		blk, err := b.toolBlock(s)
 		if err != nil {
 			return fmt.Errorf("context: tool %s: %w", s.Name, err)
 		}
