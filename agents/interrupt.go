@@ -1,10 +1,12 @@
 package agents
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,14 +147,34 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// CheckpointVersion is the current encoding version of Checkpoint.
+// CheckpointVersion is the format version of the Checkpoint this code
+// writes, in Checkpoint.Version and the "version" member of its JSON.
+//
+// Version 1 is the format bichat has written since checkpoints exist; a
+// checkpoint stored without a version is read as version 1. Decoding
+// (json.Unmarshal into a Checkpoint, or [DecodeCheckpoint]) upgrades every
+// earlier version to the current shape, so a checkpoint stored by an
+// older release resumes in a newer one; a version newer than this constant
+// is refused with [ErrCheckpointVersion] (roll the newer release forward
+// rather than resuming its checkpoints with older code). Encoded examples of
+// every version are kept in agents/testdata/checkpoints and resumed by the
+// tests, so a format change must raise this constant and keep the older
+// fixtures resuming.
 const CheckpointVersion = 1
+
+// ErrCheckpointVersion reports a checkpoint whose format version this code
+// cannot read: newer than [CheckpointVersion] (written by a newer bichat)
+// or not a version at all. It also matches [ErrBadCheckpoint].
+var ErrCheckpointVersion = fmt.Errorf("%w: unsupported format version", ErrBadCheckpoint)
 
 // Checkpoint is the complete, serialisable state of an interrupted run.
 // Store it (as JSON) and pass it back to Resume, Approve or Deny, possibly
 // in another process: it holds everything needed to continue exactly where
-// the run stopped.
+// the run stopped. Decoding it from JSON accepts every format version up to
+// [CheckpointVersion] (see there).
 type Checkpoint struct {
+	// Version is the format version, [CheckpointVersion] for checkpoints
+	// produced or decoded by this code.
 	Version   int                   `json:"version"`
 	ID        string                `json:"id"`
 	RunID     string                `json:"run_id"`
@@ -192,12 +214,104 @@ type PendingCall struct {
 // ErrBadCheckpoint reports a checkpoint that cannot be resumed.
 var ErrBadCheckpoint = errors.New("agents: unusable checkpoint")
 
+// DecodeCheckpoint decodes a checkpoint stored as JSON (as encoding/json
+// encodes a Checkpoint), upgrading an older format version to the current
+// one. A version newer than [CheckpointVersion] yields an error matching
+// [ErrCheckpointVersion]; malformed JSON an error matching
+// [ErrBadCheckpoint]. json.Unmarshal into a Checkpoint does the same.
+func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+		return nil, fmt.Errorf("agents: decode checkpoint: %w: empty", ErrBadCheckpoint)
+	}
+	var cp Checkpoint
+	if err := cp.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return &cp, nil
+}
+
+// checkpointUpgrades[i] turns the JSON object of a version i+1 checkpoint
+// into version i+2. It holds CheckpointVersion-1 steps: raising
+// CheckpointVersion means adding the step from the previous version (and
+// fixtures of the new version in testdata/checkpoints), which the tests
+// enforce.
+var checkpointUpgrades = []func(obj map[string]json.RawMessage) error{}
+
+// UnmarshalJSON decodes a checkpoint of any format version up to
+// CheckpointVersion into the current shape; see [DecodeCheckpoint].
+func (cp *Checkpoint) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return fmt.Errorf("agents: decode checkpoint: %w: %w", ErrBadCheckpoint, err)
+	}
+	version := 1 // checkpoints stored before the field existed
+	if head.Version != nil {
+		version = *head.Version
+	}
+	switch {
+	case version > CheckpointVersion:
+		return fmt.Errorf("agents: decode checkpoint: %w: version %d was written by a newer bichat; this build reads versions 1 to %d",
+			ErrCheckpointVersion, version, CheckpointVersion)
+	case version < 1:
+		return fmt.Errorf("agents: decode checkpoint: %w: version %d is not a checkpoint format (versions start at 1)",
+			ErrCheckpointVersion, version)
+	case version < CheckpointVersion:
+		up, err := upgradeCheckpoint(data, version, checkpointUpgrades)
+		if err != nil {
+			return err
+		}
+		data = up
+	}
+	// plain has Checkpoint's fields without its methods, so decoding it
+	// does not recurse into UnmarshalJSON.
+	type plain Checkpoint
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("agents: decode checkpoint (version %d): %w: %w", version, ErrBadCheckpoint, err)
+	}
+	p.Version = CheckpointVersion
+	*cp = Checkpoint(p)
+	return nil
+}
+
+// upgradeCheckpoint applies steps[from-1:] in order to the JSON object of
+// a version-from checkpoint and returns the upgraded JSON.
+func upgradeCheckpoint(data []byte, from int, steps []func(map[string]json.RawMessage) error) ([]byte, error) {
+	if from < 1 || from > len(steps)+1 {
+		return nil, fmt.Errorf("agents: upgrade checkpoint: %w: no upgrade from version %d", ErrCheckpointVersion, from)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("agents: upgrade checkpoint: %w: %w", ErrBadCheckpoint, err)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("agents: upgrade checkpoint: %w: not a JSON object", ErrBadCheckpoint)
+	}
+	for v := from; v <= len(steps); v++ {
+		if err := steps[v-1](obj); err != nil {
+			return nil, fmt.Errorf("agents: upgrade checkpoint from version %d to %d: %w: %w", v, v+1, ErrBadCheckpoint, err)
+		}
+		obj["version"] = json.RawMessage(strconv.Itoa(v + 1))
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("agents: upgrade checkpoint from version %d: %w", from, err)
+	}
+	return out, nil
+}
+
 func (cp *Checkpoint) check(kind domain.CheckpointKind) error {
 	if cp == nil {
 		return fmt.Errorf("%w: nil", ErrBadCheckpoint)
 	}
 	if cp.Version != CheckpointVersion {
-		return fmt.Errorf("%w: version %d, want %d", ErrBadCheckpoint, cp.Version, CheckpointVersion)
+		return fmt.Errorf("%w: version %d, this code resumes version %d (decode stored checkpoints with json.Unmarshal or DecodeCheckpoint, which upgrade older versions)",
+			ErrCheckpointVersion, cp.Version, CheckpointVersion)
 	}
 	if cp.Kind != kind {
 		return fmt.Errorf("%w: it waits for a %s, not a %s", ErrBadCheckpoint, cp.Kind, kind)

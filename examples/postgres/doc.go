@@ -1,7 +1,8 @@
 // Command postgres points bichat's SQL tools at a PostgreSQL database:
 // it introspects the schema, prints the YAML definitions the agent reads,
-// and runs a short agent session (a scripted model, no API key needed)
-// that describes a table and queries it through the read-only path.
+// and asks a bichat.Service one question, which a scripted model (no API
+// key needed) answers by describing a table and querying it through the
+// read-only path.
 //
 // The agent connects as a read-only role: postgres.Open refuses a role
 // that is a superuser, may write to the schemas it reads, may create
@@ -18,6 +19,24 @@
 //	go run ./examples/postgres -dsn postgres://analyst:pass@localhost:5432/db \
 //	    -owner-dsn postgres://owner:pass@localhost:5432/db -sample retail
 //
+// The service can keep its own data in PostgreSQL too: with -store-dsn
+// (a role that owns the storage schema, never the read-only role above) it
+// runs domain/postgres.Migrate on -store-schema (default "bichat"; safe
+// to run from several processes at once) and uses that store's
+// repositories as bichat.Config.Store, its artifact store for files, and
+// tools.StoreResults(repos.Results) for the tools' named results. Sessions,
+// messages, run logs, result_1, result_2, ... and their CSV files then
+// outlive the program: it prints the session id, and -session continues
+// that session from any later run or another process:
+//
+//	go run ./examples/postgres -dsn postgres://analyst:pass@localhost:5432/db -schema sales \
+//	    -store-dsn postgres://bichat:pass@localhost:5432/db
+//	go run ./examples/postgres -dsn ... -schema sales -store-dsn ... -session 01a2...
+//
+// The data and the storage may live in the same database: the read-only
+// role has no privilege on the storage schema. Without -store-dsn the
+// service keeps everything in memory and it is lost at exit.
+//
 // Flags:
 //
 //	-dsn               the read-only role's connection string (default $DATABASE_URL)
@@ -26,4 +45,7 @@
 //	-owner-dsn         a role that may create tables (default $DATABASE_OWNER_URL)
 //	-role-sql          print the SQL that creates a read-only login role, and exit
 //	-allow-privileged  accept a privileged -dsn role (local experiments only)
+//	-store-dsn         the storage schema's owner (default $BICHAT_STORE_URL; empty: in memory)
+//	-store-schema      the storage schema (default bichat)
+//	-session           ask in this stored session (needs -store-dsn)
 package main

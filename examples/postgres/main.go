@@ -11,9 +11,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
+	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/domain/memory"
+	pgstore "github.com/bichat-go/bichat/domain/postgres"
 	"github.com/bichat-go/bichat/providers/scripted"
+	"github.com/bichat-go/bichat/tools"
 	"github.com/bichat-go/bichat/tools/sqldb"
 	"github.com/bichat-go/bichat/tools/sqldb/postgres"
 	"github.com/bichat-go/bichat/tools/sqldb/sampledata"
@@ -24,11 +30,14 @@ func main() {
 }
 
 const usage = `usage: postgres [-dsn URL] [-schema NAME] [-sample NAME -owner-dsn URL] [-allow-privileged]
+                [-store-dsn URL [-store-schema NAME] [-session ID]]
        postgres -role-sql ROLE [-schema NAME]
 
 Connects to PostgreSQL as a read-only role, prints the dataset YAML the agent
-reads and runs two tool calls (describe_table, query_database) with a
-scripted model.
+reads and asks a bichat service one question, which a scripted model answers
+with two tool calls (describe_table, query_database). With -store-dsn the
+service keeps sessions, messages, run logs, named results and files in
+PostgreSQL, so they outlive the process.
 
   -dsn               connection string of the read-only role the agent uses,
                      e.g. postgres://analyst:pass@localhost:5432/db
@@ -43,6 +52,14 @@ scripted model.
   -allow-privileged  accept a -dsn role with write or administrative
                      privileges (Options.AllowPrivilegedRole: local
                      experiments only)
+  -store-dsn         connection string of the role that owns the storage
+                     schema (creates it and its tables on first use), e.g.
+                     postgres://bichat:pass@localhost:5432/db; never the
+                     -dsn role (default: the BICHAT_STORE_URL environment
+                     variable; empty keeps sessions in memory)
+  -store-schema      the storage schema (default bichat)
+  -session           ask in this stored session instead of a new one
+                     (needs -store-dsn)
 `
 
 // roleSQL is the SQL a database owner runs once to create the read-only
@@ -76,6 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	owner := fs.String("owner-dsn", os.Getenv("DATABASE_OWNER_URL"), "connection string of a role that may create tables")
 	role := fs.String("role-sql", "", "print the SQL that creates this read-only role")
 	allow := fs.Bool("allow-privileged", false, "accept a privileged role")
+	storeDSN := fs.String("store-dsn", os.Getenv("BICHAT_STORE_URL"), "connection string of the storage schema's owner")
+	storeSchema := fs.String("store-schema", pgstore.DefaultSchema, "the storage schema")
+	session := fs.String("session", "", "continue this stored session")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -98,21 +118,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "postgres: -sample writes tables and needs -owner-dsn (or DATABASE_OWNER_URL); -dsn is the agent's read-only role\n\n"+usage)
 		return 2
 	}
-	if err := demo(ctx, *dsn, *owner, *schema, *sample, *allow, stdout); err != nil {
+	if *session != "" && *storeDSN == "" {
+		fmt.Fprint(stderr, "postgres: -session continues a stored session and needs -store-dsn (or BICHAT_STORE_URL)\n\n"+usage)
+		return 2
+	}
+	cfg := demoConfig{dsn: *dsn, owner: *owner, schema: *schema, sample: *sample, allowPrivileged: *allow,
+		storeDSN: *storeDSN, storeSchema: *storeSchema, session: *session}
+	if err := demo(ctx, cfg, stdout); err != nil {
 		fmt.Fprintln(stderr, "postgres:", err)
 		return 1
 	}
 	return 0
 }
 
-func demo(ctx context.Context, dsn, owner, schema, sample string, allowPrivileged bool, out io.Writer) error {
-	opts := postgres.Options{AllowPrivilegedRole: allowPrivileged}
-	if sample != "" {
-		schema = sample
-		if err := loadSample(ctx, owner, dsn, sample); err != nil {
+// demoConfig is what the flags ask for.
+type demoConfig struct {
+	dsn, owner, schema, sample string
+	allowPrivileged            bool
+	// storeDSN, when set, keeps the service's data in PostgreSQL, in
+	// storeSchema; session continues a stored session.
+	storeDSN, storeSchema, session string
+}
+
+// principal is who asks the demo's questions.
+var principal = domain.Principal{TenantID: "demo", UserID: "demo", Roles: []domain.AccessRole{domain.AccessContributor}}
+
+func demo(ctx context.Context, c demoConfig, out io.Writer) error {
+	opts := postgres.Options{AllowPrivilegedRole: c.allowPrivileged}
+	schema := c.schema
+	if c.sample != "" {
+		schema = c.sample
+		if err := loadSample(ctx, c.owner, c.dsn, c.sample); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "created the sample data in schema %s\n\n", sample)
+		fmt.Fprintf(out, "created the sample data in schema %s\n\n", c.sample)
 	}
 	if schema != "" {
 		opts.Schemas = []string{schema}
@@ -121,7 +160,7 @@ func demo(ctx context.Context, dsn, owner, schema, sample string, allowPrivilege
 	// Open refuses a role that may write, create or administer (see
 	// postgres.CheckRole): the agent's SQL runs with exactly the
 	// privileges of this role.
-	db, err := postgres.Open(ctx, dsn, opts)
+	db, err := postgres.Open(ctx, c.dsn, opts)
 	if err != nil {
 		return err
 	}
@@ -143,9 +182,21 @@ func demo(ctx context.Context, dsn, owner, schema, sample string, allowPrivilege
 		fmt.Fprintln(out, d.YAML())
 	}
 
-	// The data tools, and a scripted model that uses two of them on the
+	// Where the service keeps sessions, messages, run logs, named results
+	// and files: PostgreSQL with -store-dsn, else memory.
+	st, err := openStorage(ctx, c.storeDSN, c.storeSchema)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	fmt.Fprintln(out, st.note)
+
+	// The data tools keep their tables (result_1, ...) in the service's
+	// Results repository and their CSV files in its artifact store, so both
+	// live as long as the session. A scripted model uses two of them on the
 	// first dataset (a real provider's model plugs in the same way).
-	dt, err := sqldb.New(sqldb.Config{DB: db, Datasets: datasets, PreviewRows: 5})
+	dt, err := sqldb.New(sqldb.Config{DB: db, Datasets: datasets, PreviewRows: 5,
+		Results: tools.StoreResults(st.repos.Results), Store: st.artifacts})
 	if err != nil {
 		return err
 	}
@@ -155,11 +206,28 @@ func demo(ctx context.Context, dsn, owner, schema, sample string, allowPrivilege
 		{ToolCalls: []scripted.Call{scripted.CallJSON(sqldb.ToolQuery, map[string]any{"sql": "SELECT count(*) AS row_count FROM " + sqldb.QuoteQualified(first.Source)})}},
 		{Text: "I counted the rows of " + first.Name + "."},
 	}}
-	exec, err := agents.NewExecutor(agents.Config{Model: model, Tools: dt.All()})
+	svc, err := bichat.New(bichat.Config{
+		Agent:         agents.Config{Model: model, Tools: dt.All()},
+		Store:         st.repos,
+		ArtifactStore: st.artifacts,
+	})
 	if err != nil {
 		return err
 	}
-	for ev, err := range exec.Run(ctx, agents.Input{TenantID: "demo", UserID: "demo", SessionID: "demo", Message: agents.UserMessage("How many rows does " + first.Name + " have?")}) {
+	defer svc.Close(context.WithoutCancel(ctx))
+
+	var sess *domain.Session
+	if c.session != "" {
+		sess, err = svc.GetSession(ctx, principal, c.session)
+	} else {
+		sess, err = svc.CreateSession(ctx, principal, bichat.SessionOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "session: %s\n\n", sess.ID)
+
+	for ev, err := range svc.Send(ctx, principal, sess.ID, "How many rows does "+first.Name+" have?") {
 		if err != nil {
 			return err
 		}
@@ -172,14 +240,84 @@ func demo(ctx context.Context, dsn, owner, schema, sample string, allowPrivilege
 				continue
 			}
 			fmt.Fprintf(out, "← %s (model sees %d bytes):\n%s\n", e.Name, len(e.Summary), indent(e.Summary))
-			if p, ok := e.Payload.(*sqldb.QueryPayload); ok {
+			if p, ok := e.Payload.(*sqldb.QueryPayload); ok && len(e.Artifacts) > 0 {
 				fmt.Fprintf(out, "  host payload: %s with %d row(s); artifact %s (%d bytes, sha256 %s...)\n\n", p.Table.Name, p.Rows, e.Artifacts[0].Name, e.Artifacts[0].Size, e.Artifacts[0].SHA256[:12])
 			}
 		case *agents.RunFinished:
 			fmt.Fprintf(out, "answer: %s\n", e.Text)
 		}
 	}
+
+	// What the session holds now: read back from the store.
+	msgs, err := svc.Messages(ctx, principal, sess.ID, domain.MessageListOptions{})
+	if err != nil {
+		return err
+	}
+	names, err := st.repos.Results.ListResults(ctx, principal.TenantID, sess.ID)
+	if err != nil {
+		return fmt.Errorf("list the session's results: %w", err)
+	}
+	fmt.Fprintf(out, "\nsession %s holds %d message(s) and the result(s) %s\n", sess.ID, len(msgs), strings.Join(names, ", "))
+	if st.durable {
+		fmt.Fprintf(out, "ask again in this session, from any process: -store-dsn ... -store-schema %s -session %s\n", c.storeSchema, sess.ID)
+	}
 	return nil
+}
+
+// storage is where the service keeps its data.
+type storage struct {
+	repos     domain.Repositories
+	artifacts domain.ArtifactStore
+	durable   bool
+	note      string
+	close     func()
+}
+
+// openStorage connects to the storage schema's owner at dsn, creates or
+// upgrades the schema (postgres.Migrate is safe to run from several
+// processes at once) and returns its repositories and artifact store. An
+// empty dsn keeps everything in memory.
+func openStorage(ctx context.Context, dsn, schema string) (*storage, error) {
+	if dsn == "" {
+		return &storage{repos: memory.New().Repositories(), artifacts: memory.NewArtifactStore(0),
+			note:  "storage: in memory, lost when this program exits (pass -store-dsn to keep sessions in PostgreSQL)\n",
+			close: func() {}}, nil
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("the -store-dsn connection string does not parse")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, errors.New("the -store-dsn connection string is not usable")
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("connect with -store-dsn: %s (SQLSTATE %s)", pe.Message, pe.Code)
+		}
+		return nil, fmt.Errorf("connect with -store-dsn to %s:%d failed (check the host, the port and the credentials)", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+	}
+	if err := pgstore.Migrate(ctx, pool, schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("create the storage schema %s: %w", schema, err)
+	}
+	store, err := pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &storage{
+		repos:     store.Repositories(),
+		artifacts: store.ArtifactStore(0),
+		durable:   true,
+		note:      fmt.Sprintf("storage: PostgreSQL schema %s (sessions, messages, run logs, results and files outlive this program)\n", schema),
+		close: func() {
+			store.Close()
+			pool.Close()
+		},
+	}, nil
 }
 
 // loadSample creates the sample tables through the owner's connection
