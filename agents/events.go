@@ -13,8 +13,8 @@ import (
 
 // Event is one step of a run, yielded by Executor.Run and Executor.Resume.
 // The set is sealed: *RunStarted, *TextDelta, *ReasoningDelta,
-// *ToolCallStarted, *ToolCallFinished, *Interrupted, *UsageReported,
-// *RunFinished and *RunFailed. Switch on the concrete type:
+// *ProviderItemReported, *ToolCallStarted, *ToolCallFinished,
+// *Interrupted, *UsageReported, *RunFinished and *RunFailed. Switch on the concrete type:
 //
 //	switch e := ev.(type) {
 //	case *agents.TextDelta:
@@ -40,6 +40,7 @@ const (
 	EventRunStarted       EventType = "run.started"
 	EventTextDelta        EventType = "text.delta"
 	EventReasoningDelta   EventType = "reasoning.delta"
+	EventProviderItem     EventType = "provider.item"
 	EventToolCallStarted  EventType = "tool.started"
 	EventToolCallFinished EventType = "tool.finished"
 	EventInterrupted      EventType = "interrupted"
@@ -90,6 +91,19 @@ type TextDelta struct {
 type ReasoningDelta struct {
 	EventHeader
 	Text string `json:"text"`
+}
+
+// ProviderItemReported carries something the provider sent besides text,
+// reasoning and client tool calls, as it arrives: a citation, a server-side
+// tool call or its result (web search, code execution run by the vendor),
+// code and its output, inline media, grounding metadata, a safety or other
+// notice, or an item the adapter could not interpret (Kind ItemUnsupported,
+// with the vendor's JSON in Item.Raw). Nothing a vendor sends vanishes
+// silently: render what your UI knows and log the rest. These items are
+// never sent back to the model.
+type ProviderItemReported struct {
+	EventHeader
+	Item ProviderItem `json:"item"`
 }
 
 // ToolCallStarted is emitted when a tool call is about to run (or to be
@@ -205,6 +219,9 @@ func (*TextDelta) Type() EventType { return EventTextDelta }
 
 // Type returns EventReasoningDelta.
 func (*ReasoningDelta) Type() EventType { return EventReasoningDelta }
+
+// Type returns EventProviderItem.
+func (*ProviderItemReported) Type() EventType { return EventProviderItem }
 
 // Type returns EventToolCallStarted.
 func (*ToolCallStarted) Type() EventType { return EventToolCallStarted }
@@ -479,6 +496,8 @@ func UnmarshalEvent(data []byte) (Event, error) {
 		e = new(TextDelta)
 	case EventReasoningDelta:
 		e = new(ReasoningDelta)
+	case EventProviderItem:
+		e = new(ProviderItemReported)
 	case EventToolCallStarted:
 		e = new(ToolCallStarted)
 	case EventToolCallFinished:

@@ -408,6 +408,13 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 					return nil, emitted, err
 				}
 			}
+		case ChunkItem:
+			if c.Item != nil {
+				emitted = true
+				if err := r.emit(&ProviderItemReported{Item: *c.Item}); err != nil {
+					return nil, emitted, err
+				}
+			}
 		}
 	}
 	if err := r.ctx.Err(); err != nil {
