@@ -59,6 +59,19 @@ func (m failingMessages) UpdateMessage(ctx context.Context, msg *domain.Message)
 	return m.MessageRepository.UpdateMessage(ctx, msg)
 }
 
+// failingRuns fails FinishRun when it would mark a message complete: a
+// run with a lease saves its outcome through the RunRepository.
+type failingRuns struct {
+	domain.RunRepository
+}
+
+func (r failingRuns) FinishRun(ctx context.Context, msg *domain.Message, runID string) error {
+	if msg.Status == domain.StatusComplete {
+		return errDiskFull
+	}
+	return r.RunRepository.FinishRun(ctx, msg, runID)
+}
+
 // TestSaveFailureMarksMessageFailed: when the answer cannot be saved the
 // consumer gets the error and the message is failed with code "internal",
 // not left generating and not reported as cancelled.
@@ -66,6 +79,7 @@ func TestSaveFailureMarksMessageFailed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, textModel("Revenue was flat."), nil, func(c *bichat.Config) {
 		c.Store.Messages = failingMessages{c.Store.Messages}
+		c.Store.Runs = failingRuns{c.Store.Runs}
 	})
 	ctx := t.Context()
 	sess := f.session(t, alice, "")

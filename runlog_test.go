@@ -141,6 +141,7 @@ func TestRunLogEndsWithTerminalEvent(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, textModel("Revenue was flat."), nil, func(c *bichat.Config) {
 			c.Store.Messages = failingMessages{c.Store.Messages}
+			c.Store.Runs = failingRuns{c.Store.Runs}
 		})
 		sess := f.session(t, alice, "")
 		items := collect(t, f.svc.Send(t.Context(), alice, sess.ID, "How was revenue?"))

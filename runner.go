@@ -100,7 +100,10 @@ loop:
 				break loop
 			}
 			r.finished = true
-			if err := s.complete(r.ctx, p, r.sess, asst, rec, e); err != nil {
+			if err := s.complete(r.ctx, p, asst, r.leased, rec, e); err != nil {
+				if r.outcomeLost(err) {
+					break loop
+				}
 				r.failWith("internal", "The answer could not be saved.", true)
 				r.tail = append(r.tail, ringItem{err: err})
 				break loop
@@ -115,7 +118,10 @@ loop:
 				break loop
 			}
 			r.finished = true
-			if err := s.interrupt(r.ctx, p, asst, rec, e); err != nil {
+			if err := s.interrupt(r.ctx, p, asst, r.leased, rec, e); err != nil {
+				if r.outcomeLost(err) {
+					break loop
+				}
 				r.failWith("internal", "The question for the user could not be saved.", true)
 				r.tail = append(r.tail, ringItem{err: err})
 				break loop
@@ -141,7 +147,9 @@ loop:
 			}
 			r.finished = true
 			s.applyRecord(asst, rec)
-			s.failMessage(r.ctx, p, asst, e.Code, e.Message, partsFromTranscript(e.Messages, ""))
+			if err := s.failRun(r.ctx, p, asst, r.leased, e.Code, e.Message, partsFromTranscript(e.Messages, "")); r.outcomeLost(err) {
+				break loop
+			}
 			r.end(ev, false)
 			continue
 		}
@@ -191,11 +199,24 @@ func (r *runner) settle() bool {
 		r.lost.Store(true)
 		return false
 	}
-	// The outcome is written next, within the lease just renewed; a
-	// renewal after it would find the message finished and take that for
-	// a lost lease.
+	// The outcome is written next (with FinishRun, which refuses it if a
+	// reaper failed the message after this renewal); a renewal after it
+	// would find the message finished and take that for a lost lease.
 	r.stopHeartbeat()
 	return !r.lost.Load()
+}
+
+// outcomeLost reports whether err, from saving the run's outcome, says
+// the run no longer owns its message (FinishRun's ErrConflict: a reaper
+// failed it, or it was finished elsewhere). The run is then lost: it
+// writes nothing more, and finish gives its watchers the terminal event
+// the other writer logged instead of a second one.
+func (r *runner) outcomeLost(err error) bool {
+	if r.leased && errors.Is(err, domain.ErrConflict) {
+		r.lost.Store(true)
+		return true
+	}
+	return false
 }
 
 func (r *runner) stopHeartbeat() {
@@ -214,7 +235,9 @@ func (r *runner) failWith(code, message string, watchOnly bool) {
 	if !r.settle() {
 		return
 	}
-	r.s.failMessage(r.ctx, r.p, r.asst, code, message, nil)
+	if err := r.s.failRun(r.ctx, r.p, r.asst, r.leased, code, message, nil); r.outcomeLost(err) {
+		return
+	}
 	r.end(&agents.RunFailed{EventHeader: agents.EventHeader{RunID: r.asst.RunID, SessionID: r.asst.SessionID,
 		MessageID: r.asst.ID, Seq: r.log.last() + 1, Time: r.s.cfg.Now()}, Code: code, Message: message}, watchOnly)
 }

@@ -229,6 +229,11 @@ func (s *Service) claim(ctx context.Context, p domain.Principal, sess *domain.Se
 	}
 	if err != nil {
 		s.abandon(live)
+		if errors.Is(err, domain.ErrConflict) {
+			// Claimed first by someone else (Cancel claims a message no
+			// run has claimed yet and fails it): its outcome stands.
+			return nil, fmt.Errorf("bichat: claim answer %s: it was claimed (or cancelled) before its run started: %w", asst.ID, err)
+		}
 		s.failMessage(ctx, p, asst, "internal", failMsg, nil)
 		return nil, fmt.Errorf("bichat: claim answer: %w", err)
 	}
@@ -303,6 +308,43 @@ func (s *Service) failMessage(ctx context.Context, p domain.Principal, m *domain
 		return
 	}
 	s.publishSave(ctx, p, m)
+}
+
+// saveOutcome writes the outcome m of its run (complete, failed or
+// awaiting input). A leased run writes it with RunRepository.FinishRun,
+// which refuses, with an error matching domain.ErrConflict, when the run
+// no longer owns the message (a reaper failed it after its lease
+// expired): the reaper's failure stays and ends the run. Without a lease
+// the message is updated unconditionally.
+func (s *Service) saveOutcome(ctx context.Context, m *domain.Message, leased bool) error {
+	if leased {
+		return s.repos.Runs.FinishRun(ctx, m, m.RunID)
+	}
+	return s.repos.Messages.UpdateMessage(ctx, m)
+}
+
+// failRun marks the message of a run failed, as failMessage does, through
+// saveOutcome. It returns the save error, which matches
+// domain.ErrConflict when the run lost the message; any other error is
+// logged (RecoverStale or the reaper fail the message later).
+func (s *Service) failRun(ctx context.Context, p domain.Principal, m *domain.Message, leased bool, code, msg string, parts []domain.Part) error {
+	pctx, cancel := persistCtx(ctx)
+	defer cancel()
+	now := s.cfg.Now().UTC()
+	m.Status = domain.StatusFailed
+	if parts != nil {
+		m.Parts = parts
+	}
+	m.Metadata.Error = &domain.MessageError{Code: code, Message: msg, Time: now}
+	m.UpdatedAt = now
+	if err := s.saveOutcome(pctx, m, leased); err != nil {
+		if !errors.Is(err, domain.ErrConflict) {
+			s.cfg.Logger.ErrorContext(ctx, "bichat: could not mark message failed; the reaper will", "message_id", m.ID, "error", err)
+		}
+		return err
+	}
+	s.publishSave(ctx, p, m)
+	return nil
 }
 
 // runRecord accumulates what a run's tool calls produced.
@@ -401,7 +443,8 @@ func (s *Service) applyRecord(m *domain.Message, rec *runRecord) {
 	rec.calls, rec.datasets, rec.citations = nil, nil, nil
 }
 
-func (s *Service) complete(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message,
+// complete records the answer of a finished run (see saveOutcome).
+func (s *Service) complete(ctx context.Context, p domain.Principal, asst *domain.Message, leased bool,
 	rec *runRecord, e *agents.RunFinished) error {
 	pctx, cancel := persistCtx(ctx)
 	defer cancel()
@@ -413,14 +456,17 @@ func (s *Service) complete(ctx context.Context, p domain.Principal, sess *domain
 	asst.Metadata.Note = e.Note
 	asst.Metadata.Error = nil
 	asst.UpdatedAt = s.cfg.Now().UTC()
-	if err := s.repos.Messages.UpdateMessage(pctx, asst); err != nil {
+	if err := s.saveOutcome(pctx, asst, leased); err != nil {
 		return fmt.Errorf("bichat: save answer: %w", err)
 	}
 	s.publishSave(ctx, p, asst)
 	return nil
 }
 
-func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domain.Message, rec *runRecord, e *agents.Interrupted) error {
+// interrupt stores the checkpoint of an interrupted run and records its
+// message as awaiting input (see saveOutcome). When the run lost the
+// message the checkpoint is deleted again: nobody can answer it.
+func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domain.Message, leased bool, rec *runRecord, e *agents.Interrupted) error {
 	pctx, cancel := persistCtx(ctx)
 	defer cancel()
 	data, err := json.Marshal(e.Checkpoint)
@@ -443,7 +489,12 @@ func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domai
 	asst.Metadata.Usage = e.Checkpoint.Usage
 	asst.Metadata.StopReason = "interrupted"
 	asst.UpdatedAt = now
-	if err := s.repos.Messages.UpdateMessage(pctx, asst); err != nil {
+	if err := s.saveOutcome(pctx, asst, leased); err != nil {
+		if errors.Is(err, domain.ErrConflict) {
+			if derr := s.repos.Checkpoints.DeleteCheckpoint(pctx, p.TenantID, asst.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+				s.cfg.Logger.ErrorContext(ctx, "bichat: drop the checkpoint of a run that lost its message", "message_id", asst.ID, "error", derr)
+			}
+		}
 		return fmt.Errorf("bichat: save interrupted answer: %w", err)
 	}
 	s.publishSave(ctx, p, asst)

@@ -239,7 +239,12 @@ func messageTerminal(m *domain.Message, cp *agents.Checkpoint, h agents.EventHea
 // outcome is recorded (or ctx ends). A run of another process sharing the
 // store gets a cancel request (domain.RunRepository.RequestCancel), which
 // its process sees on its next lease renewal, within a third of
-// Limits.RunLease; Cancel returns once the request is stored. Without
+// Limits.RunLease; Cancel returns once the request is stored. A message
+// that no run has claimed yet (its run is about to start in another
+// process) is claimed by Cancel itself and failed at once, so the run
+// that was about to start finds it taken and does not start (a cancel
+// request stored on an unclaimed message would not reach it: claiming a
+// message clears the request). Without
 // Config.Store.Runs only runs of this process can be cancelled; others
 // yield an error matching errors.ErrUnsupported.
 //
@@ -277,6 +282,12 @@ func (s *Service) Cancel(ctx context.Context, p domain.Principal, messageID stri
 		return fmt.Errorf("bichat: cancel message %s: its run is not in this process and Config.Store.Runs is nil, so no cancel request can reach it: %w",
 			msg.ID, errors.ErrUnsupported)
 	}
+	if msg.RunID == "" {
+		done, err := s.cancelUnclaimed(ctx, p, msg)
+		if done || err != nil {
+			return err
+		}
+	}
 	if err := s.repos.Runs.RequestCancel(ctx, p.TenantID, msg.ID); err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			if m, gerr := s.repos.Messages.GetMessage(ctx, p.TenantID, msg.ID); gerr == nil {
@@ -286,6 +297,37 @@ func (s *Service) Cancel(ctx context.Context, p domain.Principal, messageID stri
 		return lookupErr("cancel message", "message", err)
 	}
 	return nil
+}
+
+// cancelUnclaimed cancels a generating message no run has claimed: it
+// claims the message for a run of its own and records that run as
+// cancelled (message failed, log ended with RunFailed "cancelled"). done
+// is false when a run claimed the message first: the caller then sends
+// that run a cancel request.
+func (s *Service) cancelUnclaimed(ctx context.Context, p domain.Principal, msg *domain.Message) (done bool, err error) {
+	runID := domain.NewID()
+	err = s.repos.Runs.ClaimRun(ctx, p.TenantID, msg.ID, runID, s.cfg.Now().Add(s.cfg.Limits.RunLease))
+	if errors.Is(err, domain.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return true, lookupErr("cancel message", "message", err)
+	}
+	msg.RunID = runID
+	if err := s.failRun(ctx, p, msg, true, stopCancelled.code, stopCancelled.message, nil); err != nil {
+		// Only a reaper could have taken a lease this fresh; whatever
+		// happened, the message no longer waits for a run.
+		if m, gerr := s.repos.Messages.GetMessage(ctx, p.TenantID, msg.ID); gerr == nil && errors.Is(err, domain.ErrConflict) {
+			return true, runOver(m)
+		}
+		return true, fmt.Errorf("bichat: cancel message %s: %w", msg.ID, err)
+	}
+	if err := s.appendTerminal(ctx, msg, runID, func(h agents.EventHeader) agents.Event {
+		return &agents.RunFailed{EventHeader: h, Code: stopCancelled.code, Message: stopCancelled.message}
+	}); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "bichat: end the log of a run cancelled before it started", "run_id", runID, "error", err)
+	}
+	return true, nil
 }
 
 // runOver is Cancel's error for a message whose run is not in progress.

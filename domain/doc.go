@@ -31,7 +31,13 @@
 // ([RunRepository].ClaimRun), renews it while it works (RenewLease, which
 // also reports a cancel request made with RequestCancel from any process)
 // and loses the message to FailExpired when it stops renewing, so a run
-// whose process died is failed by lease expiry, not by age. The run log
+// whose process died is failed by lease expiry, not by age. It records
+// its outcome with FinishRun, which only succeeds while the run still
+// owns the message: of an outcome and a reaper racing for the same
+// message exactly one wins. A lease and a cancel request belong to one
+// run: ClaimRun starts without a cancel request, and UpdateMessage clears
+// both when the message leaves generating or is reopened without a run
+// id (the reopen before a resumed run is claimed). The run log
 // ([RunEventRepository]) is the source of truth for watchers; a store
 // that can also wake them on append implements [RunEventNotifier].
 // Named query results (result_1, ...) that later tool calls use are kept

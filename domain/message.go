@@ -141,11 +141,18 @@ type Message struct {
 	RunID string `json:"run_id,omitempty"`
 	// LeaseUntil is when the lease of the run generating this message
 	// ends unless renewed (see RunRepository); zero when no lease was
-	// taken. CreateMessages stores it as given; UpdateMessage leaves it
-	// unchanged.
+	// taken. CreateMessages stores it as given. RunRepository.ClaimRun
+	// sets it and RenewLease moves it. UpdateMessage leaves it unchanged
+	// while the message stays generating under a run id, and clears it
+	// when the updated message is not generating or has no run id (its
+	// run is over, or the message was reopened for a new run), as does
+	// RunRepository.FinishRun. FailExpired keeps it.
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// CancelRequested is set by RunRepository.RequestCancel while the
-	// message is generating. UpdateMessage leaves it unchanged.
+	// message is generating, and cleared by ClaimRun (a new run starts
+	// without one), by FinishRun, and by UpdateMessage when the updated
+	// message is not generating or has no run id; UpdateMessage leaves it
+	// unchanged otherwise.
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
 	Metadata        MessageMetadata `json:"metadata"`
 	Citations       []Citation      `json:"citations,omitempty"`

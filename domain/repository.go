@@ -38,7 +38,15 @@ type MessageRepository interface {
 	// or Before id yields ErrNotFound; a negative Limit ErrInvalid.
 	ListMessages(ctx context.Context, tenantID, sessionID string, opts MessageListOptions) ([]Message, error)
 	// UpdateMessage replaces parts, status, run id, metadata, citations and
-	// updated time of the message identified by m.TenantID and m.ID.
+	// updated time of the message identified by m.TenantID and m.ID,
+	// whatever its stored state. When the updated message is not
+	// generating, or has an empty RunID (a message reopened for a new run),
+	// it also clears LeaseUntil and CancelRequested: no run holds it any
+	// more, so a reaper must not fail it for an old lease and the next run
+	// must not inherit an old cancel request. A generating message with a
+	// run id keeps both as stored. A runner recording its outcome uses
+	// RunRepository.FinishRun instead, which refuses to overwrite a message
+	// the run no longer owns.
 	UpdateMessage(ctx context.Context, m *Message) error
 	// Claim atomically marks a generating, unclaimed message as claimed by
 	// runID. Exactly one of any number of concurrent callers succeeds; the

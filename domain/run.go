@@ -16,13 +16,18 @@ import (
 // FailExpired to fail the messages whose lease ran out, in whatever
 // process that runner lived. Cancellation is a flag on the message:
 // RequestCancel sets it from any process, and the runner sees it on its
-// next renewal (or sooner through a notification).
+// next renewal (or sooner through a notification). The runner records its
+// outcome with FinishRun, which succeeds only while the run still owns
+// the message, so an outcome never overwrites the failure a reaper wrote.
 //
 // Every method is scoped by tenant, like the other repositories, except
 // FailExpired, which sweeps across tenants for the reaper.
 type RunRepository interface {
 	// ClaimRun atomically marks a generating, unclaimed message as claimed
-	// by runID, with a lease that ends at leaseUntil. Exactly one of any
+	// by runID, with a lease that ends at leaseUntil, and clears its
+	// CancelRequested: a new run starts without a cancel request (one
+	// made before the claim was meant for no run, or for the run that
+	// generated the message before it was reopened). Exactly one of any
 	// number of concurrent callers succeeds; the others get ErrConflict.
 	// An unknown message (or another tenant's) yields ErrNotFound.
 	ClaimRun(ctx context.Context, tenantID, messageID, runID string, leaseUntil time.Time) error
@@ -39,6 +44,21 @@ type RunRepository interface {
 	// message is not generating (nothing to cancel). Calling it twice is
 	// not an error.
 	RequestCancel(ctx context.Context, tenantID, messageID string) error
+	// FinishRun records the outcome of the run runID: like
+	// MessageRepository.UpdateMessage it replaces the parts, status,
+	// metadata, citations and updated time of the message identified by
+	// m.TenantID and m.ID, and clears its LeaseUntil and CancelRequested,
+	// but only while the stored message is generating and claimed by
+	// runID, checked and written in one atomic step. Otherwise (a reaper
+	// failed the message after its lease expired, or the run was finished
+	// elsewhere) it yields ErrConflict and changes nothing: the runner
+	// must not record anything more, the message already has its outcome.
+	// m.Status must not be generating and m.RunID must be runID (ErrInvalid
+	// otherwise). A zero m.UpdatedAt is set to the current time, in m as
+	// well. An unknown message (or another tenant's) yields ErrNotFound.
+	// Of FinishRun and a concurrent FailExpired exactly one changes the
+	// message.
+	FinishRun(ctx context.Context, m *Message, runID string) error
 	// FailExpired marks as failed with e every generating message, in any
 	// tenant, whose lease ended before now (a zero lease never expires:
 	// such messages are left to FailStale), and returns those messages as

@@ -57,14 +57,24 @@
 //     returns an empty slice, not an error, for an unknown run or another
 //     tenant's run, and ErrInvalid for a negative limit.
 //   - CreateMessages stores LeaseUntil and CancelRequested as given;
-//     UpdateMessage keeps both.
+//     UpdateMessage keeps both while the updated message is generating
+//     with a run id, and clears both when it is not generating or has an
+//     empty RunID (a reopened message must not be reaped for its old
+//     lease nor inherit an old cancel request).
 //   - ClaimRun rejects an empty run id or a zero lease with ErrInvalid,
-//     conflicts with a message claimed by Claim, and sets UpdatedAt to the
-//     store's current time. RenewLease rejects an empty run id or a zero
+//     conflicts with a message claimed by Claim, clears CancelRequested,
+//     and sets UpdatedAt to the store's current time. FinishRun writes
+//     what UpdateMessage writes (clearing the lease and the cancel
+//     request) only while the message is generating under the given run;
+//     otherwise it yields ErrConflict and changes nothing (also after
+//     FailExpired: of the two racing, exactly one changes the message); it
+//     rejects a nil message, an empty run id, a generating or unknown
+//     status and a message whose RunID is not the run with ErrInvalid,
+//     and sets a zero UpdatedAt to the store's current time. RenewLease rejects an empty run id or a zero
 //     time with ErrInvalid, changes only LeaseUntil (not UpdatedAt), and
 //     renews a lease that expired but was not reaped yet. RequestCancel
 //     changes only CancelRequested, also on an unclaimed generating
-//     message. FailExpired keeps the rest of each message it fails (RunID
+//     message (a later ClaimRun clears it). FailExpired keeps the rest of each message it fails (RunID
 //     and LeaseUntil included), sets UpdatedAt to the store's current
 //     time, treats a lease ending exactly at now as live, and rejects a
 //     negative limit with ErrInvalid; so does TakeExpiredCheckpoints.

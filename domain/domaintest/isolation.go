@@ -210,6 +210,11 @@ func (s *suite) isolationTests(t *testing.T) {
 		{"RequestCancel", func(t *testing.T, e *env, a *sessionData) {
 			wantErr(t, "RequestCancel", e.Runs.RequestCancel(e.ctx, tenantB, a.messages[2].ID), domain.ErrNotFound)
 		}},
+		{"FinishRun", func(t *testing.T, e *env, a *sessionData) {
+			upd := a.messages[2]
+			upd.TenantID, upd.Status, upd.Parts = tenantB, domain.StatusComplete, []domain.Part{domain.TextPart("hijacked")}
+			wantErr(t, "FinishRun", e.Runs.FinishRun(e.ctx, &upd, a.leasedRun), domain.ErrNotFound)
+		}},
 		{"SaveCheckpoint", func(t *testing.T, e *env, a *sessionData) {
 			cp := a.checkpoint
 			cp.ID, cp.TenantID, cp.Data = domain.NewID(), tenantB, []byte(`{"hijacked":true}`)
@@ -327,6 +332,9 @@ func (s *suite) cascadeTests(t *testing.T) {
 		_, err = e.Runs.RenewLease(e.ctx, tenantA, gone.messages[2].ID, gone.leasedRun, at(2*time.Hour))
 		wantErr(t, "RenewLease of a deleted message", err, domain.ErrNotFound)
 		wantErr(t, "RequestCancel of a deleted message", e.Runs.RequestCancel(e.ctx, tenantA, gone.messages[2].ID), domain.ErrNotFound)
+		finished := gone.messages[2]
+		finished.Status = domain.StatusComplete
+		wantErr(t, "FinishRun of a deleted message", e.Runs.FinishRun(e.ctx, &finished, gone.leasedRun), domain.ErrNotFound)
 		_, err = e.Results.ListResults(e.ctx, tenantA, gone.session.ID)
 		wantErr(t, "ListResults of the deleted session", err, domain.ErrNotFound)
 		// A new session with the same id starts without results: they

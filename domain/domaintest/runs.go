@@ -16,7 +16,9 @@ func (s *suite) runTests(t *testing.T) {
 	s.group(t, "RequestCancel", s.requestCancelTests)
 	s.group(t, "FailExpired", s.failExpiredTests)
 
-	s.run(t, "UpdateMessageKeepsLeaseAndCancel", func(t *testing.T, e *env) {
+	s.group(t, "FinishRun", s.finishRunTests)
+
+	s.run(t, "UpdateMessageKeepsLeaseAndCancelWhileGenerating", func(t *testing.T, e *env) {
 		_, m := e.seedMessage(tenantA)
 		run := domain.NewID()
 		must(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, m.ID, run, at(time.Hour)))
@@ -24,8 +26,7 @@ func (s *suite) runTests(t *testing.T) {
 		claimed := e.getMessage(tenantA, m.ID)
 
 		upd := claimed
-		upd.Status = domain.StatusComplete
-		upd.Parts = []domain.Part{domain.TextPart("done")}
+		upd.Parts = []domain.Part{domain.TextPart("partial")}
 		upd.LeaseUntil = time.Time{}
 		upd.CancelRequested = false
 		upd.UpdatedAt = at(2 * time.Hour)
@@ -33,8 +34,60 @@ func (s *suite) runTests(t *testing.T) {
 		want := upd
 		want.LeaseUntil = claimed.LeaseUntil
 		want.CancelRequested = true
-		equal(t, "message after UpdateMessage", e.getMessage(tenantA, m.ID), want, canonMessage)
+		equal(t, "generating message after UpdateMessage", e.getMessage(tenantA, m.ID), want, canonMessage)
 	})
+
+	// A message that leaves generating, or is reopened without a run id,
+	// holds no run: UpdateMessage clears its lease and cancel request
+	// whatever m carries, so no reaper fails it for an old lease and no new
+	// run inherits an old cancel request.
+	for _, c := range []struct {
+		name   string
+		status domain.MessageStatus
+		noRun  bool
+	}{
+		{"Complete", domain.StatusComplete, false},
+		{"Failed", domain.StatusFailed, false},
+		{"AwaitingInput", domain.StatusAwaitingInput, false},
+		{"Reopened", domain.StatusGenerating, true},
+	} {
+		s.run(t, "UpdateMessageClearsLeaseAndCancel"+c.name, func(t *testing.T, e *env) {
+			_, m := e.seedMessage(tenantA)
+			run := domain.NewID()
+			must(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, m.ID, run, at(time.Minute)))
+			must(t, "RequestCancel", e.Runs.RequestCancel(e.ctx, tenantA, m.ID))
+			upd := e.getMessage(tenantA, m.ID)
+			upd.Status = c.status
+			upd.Parts = []domain.Part{domain.TextPart("updated")}
+			if c.noRun {
+				upd.RunID = ""
+			}
+			upd.UpdatedAt = at(2 * time.Minute)
+			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &upd))
+			want := upd
+			want.LeaseUntil, want.CancelRequested = time.Time{}, false
+			equal(t, "message after UpdateMessage", e.getMessage(tenantA, m.ID), want, canonMessage)
+
+			// The old lease ended long ago: a reaper sweep must not fail
+			// the message for it.
+			got, err := e.Runs.FailExpired(e.ctx, at(time.Hour), domain.MessageError{Code: "expired", Message: "lost"}, 0)
+			must(t, "FailExpired", err)
+			equalIDs(t, "FailExpired after UpdateMessage", messageIDs(got), []string{})
+			equal(t, "message after FailExpired", e.getMessage(tenantA, m.ID), want, canonMessage)
+			if !c.noRun {
+				return
+			}
+			// The reopened message is claimed by a new run, which starts
+			// without the old cancel request.
+			next := domain.NewID()
+			must(t, "ClaimRun of the reopened message", e.Runs.ClaimRun(e.ctx, tenantA, m.ID, next, at(3*time.Hour)))
+			cancel, err := e.Runs.RenewLease(e.ctx, tenantA, m.ID, next, at(4*time.Hour))
+			must(t, "RenewLease", err)
+			if cancel {
+				t.Errorf("the new run of a reopened message inherited the cancel request of the old one")
+			}
+		})
+	}
 }
 
 // getMessage returns the stored message or stops the test.
@@ -106,6 +159,36 @@ func (s *suite) claimRunTests(t *testing.T) {
 			equal(t, "message after rejected ClaimRun", e.getMessage(tenantA, orig.ID), orig, canonMessage)
 		})
 	}
+
+	s.run(t, "ClearsCancelRequest", func(t *testing.T, e *env) {
+		// A cancel request stored with the message (or made before any
+		// run claimed it) is not meant for the run that claims it now.
+		sess := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
+		m := newMessage(tenantA, sess.ID, domain.RoleAssistant, domain.StatusGenerating, at(time.Second))
+		m.CancelRequested = true
+		orig := e.createMessages(m)[0]
+		run := domain.NewID()
+		before := time.Now()
+		must(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, orig.ID, run, at(time.Hour)))
+		after := time.Now()
+		got := e.getMessage(tenantA, orig.ID)
+		checkStoreTime(t, "UpdatedAt after ClaimRun", got.UpdatedAt, before, after)
+		want := orig
+		want.RunID, want.LeaseUntil, want.CancelRequested, want.UpdatedAt = run, at(time.Hour), false, got.UpdatedAt
+		equal(t, "message after ClaimRun", got, want, canonMessage)
+		cancel, err := e.Runs.RenewLease(e.ctx, tenantA, orig.ID, run, at(2*time.Hour))
+		must(t, "RenewLease", err)
+		if cancel {
+			t.Errorf("RenewLease of the new run reported the cancel request made before the claim")
+		}
+		// A request made after the claim reaches the run.
+		must(t, "RequestCancel", e.Runs.RequestCancel(e.ctx, tenantA, orig.ID))
+		cancel, err = e.Runs.RenewLease(e.ctx, tenantA, orig.ID, run, at(3*time.Hour))
+		must(t, "RenewLease", err)
+		if !cancel {
+			t.Errorf("RenewLease after RequestCancel reported no cancel request")
+		}
+	})
 
 	s.run(t, "RejectsClaimed", func(t *testing.T, e *env) {
 		_, orig := e.seedMessage(tenantA)
@@ -293,13 +376,14 @@ func (s *suite) requestCancelTests(t *testing.T) {
 		want := m
 		want.CancelRequested = true
 		equal(t, "message after RequestCancel", e.getMessage(tenantA, m.ID), want, canonMessage)
-		// A run that claims the message afterwards sees the request.
+		// A run that claims the message afterwards starts without it
+		// (ClaimRun clears it).
 		run := domain.NewID()
 		must(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, m.ID, run, at(time.Hour)))
 		cancel, err := e.Runs.RenewLease(e.ctx, tenantA, m.ID, run, at(2*time.Hour))
 		must(t, "RenewLease", err)
-		if !cancel {
-			t.Errorf("RenewLease after a cancel requested before the claim reported no cancel request")
+		if cancel {
+			t.Errorf("RenewLease after the claim reported the cancel request made before it")
 		}
 	})
 

@@ -270,7 +270,8 @@ func richMessage(tenant, sessionID string, created time.Time) *domain.Message {
 		Status:    domain.StatusAwaitingInput,
 		RunID:     domain.NewID(),
 		// A lease and a cancel request, so that CreateMessages is seen to
-		// store them and UpdateMessage to keep them.
+		// store them (and UpdateMessage to clear them: the message is not
+		// generating).
 		LeaseUntil:      created.Add(time.Minute),
 		CancelRequested: true,
 		Metadata: domain.MessageMetadata{

@@ -39,11 +39,14 @@
 //     UpdatedAt with the current time.
 //   - DeleteCheckpoint and DeleteArtifact report a missing entry with
 //     [domain.ErrNotFound].
-//   - Leases: ClaimRun sets RunID, LeaseUntil and UpdatedAt; RenewLease
-//     changes only LeaseUntil and RequestCancel only CancelRequested;
-//     UpdateMessage never changes either. FailExpired fails generating
-//     messages whose non-zero lease ended, in every tenant, and keeps
-//     their RunID and LeaseUntil.
+//   - Leases: ClaimRun sets RunID, LeaseUntil and UpdatedAt and clears
+//     CancelRequested; RenewLease changes only LeaseUntil and
+//     RequestCancel only CancelRequested. UpdateMessage keeps both while
+//     the message stays generating under a run id and clears both
+//     otherwise. FinishRun writes a run's outcome like UpdateMessage, but
+//     only while the message is generating under that run (ErrConflict
+//     otherwise). FailExpired fails generating messages whose non-zero
+//     lease ended, in every tenant, and keeps their RunID and LeaseUntil.
 //   - Notifications: SubscribeRunEvents is an in-process broadcast. Every
 //     AppendRunEvents signals the subscribers of that tenant's run on a
 //     channel with a buffer of one (signals coalesce); DeleteSession

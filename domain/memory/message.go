@@ -171,9 +171,12 @@ func (s *Store) ListMessages(ctx context.Context, tenantID, sessionID string, op
 
 // UpdateMessage replaces the Parts, Status, RunID, Metadata, Citations and
 // UpdatedAt of the message identified by m.TenantID and m.ID; its Role,
-// SessionID, Attachments and CreatedAt are kept. A zero UpdatedAt is set
-// to the current time, in m as well. An invalid Status yields
-// domain.ErrInvalid and an unknown message domain.ErrNotFound.
+// SessionID, Attachments and CreatedAt are kept. When m is not generating
+// or has an empty RunID, LeaseUntil and CancelRequested are cleared (no
+// run holds the message any more); otherwise they are kept as stored. A
+// zero UpdatedAt is set to the current time, in m as well. An invalid
+// Status yields domain.ErrInvalid and an unknown message
+// domain.ErrNotFound.
 func (s *Store) UpdateMessage(ctx context.Context, m *domain.Message) error {
 	const op = "update message"
 	if err := checkCtx(ctx, op); err != nil {
@@ -195,6 +198,13 @@ func (s *Store) UpdateMessage(ctx context.Context, m *domain.Message) error {
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = now()
 	}
+	s.replaceMessage(sm, m)
+	return nil
+}
+
+// replaceMessage writes what UpdateMessage and FinishRun replace. The
+// caller holds s.mu.
+func (s *Store) replaceMessage(sm *storedMessage, m *domain.Message) {
 	c := cloneMessage(m)
 	sm.msg.Parts = c.Parts
 	sm.msg.Status = c.Status
@@ -202,7 +212,10 @@ func (s *Store) UpdateMessage(ctx context.Context, m *domain.Message) error {
 	sm.msg.Metadata = c.Metadata
 	sm.msg.Citations = c.Citations
 	sm.msg.UpdatedAt = c.UpdatedAt
-	return nil
+	if c.Status != domain.StatusGenerating || c.RunID == "" {
+		sm.msg.LeaseUntil = time.Time{}
+		sm.msg.CancelRequested = false
+	}
 }
 
 // Claim marks the message with messageID in tenantID as claimed by runID:

@@ -13,7 +13,8 @@ import (
 
 // ClaimRun marks the message with messageID in tenantID as claimed by
 // runID with a lease that ends at leaseUntil: it sets RunID, LeaseUntil
-// and UpdatedAt (to the current time). It succeeds only when the message
+// and UpdatedAt (to the current time) and clears CancelRequested, so the
+// new run does not inherit a cancel request made before it. It succeeds only when the message
 // is generating and not yet claimed; otherwise it returns an error
 // matching domain.ErrConflict and changes nothing. Of any number of
 // concurrent callers exactly one succeeds. An empty runID or a zero
@@ -39,8 +40,66 @@ func (s *Store) ClaimRun(ctx context.Context, tenantID, messageID, runID string,
 	}
 	sm.msg.RunID = runID
 	sm.msg.LeaseUntil = leaseUntil
+	sm.msg.CancelRequested = false
 	sm.msg.UpdatedAt = now()
 	return nil
+}
+
+// FinishRun records the outcome m of the run runID: it replaces the
+// Parts, Status, Metadata, Citations and UpdatedAt of the message
+// identified by m.TenantID and m.ID and clears its LeaseUntil and
+// CancelRequested, only while the stored message is generating and
+// claimed by runID; otherwise it returns an error matching
+// domain.ErrConflict and changes nothing (a reaper failed the message, or
+// its run was finished elsewhere). A zero UpdatedAt is set to the current
+// time, in m as well, only when the message is written. A nil m, an empty
+// runID, a generating or invalid m.Status or an m.RunID other than runID
+// yield domain.ErrInvalid; an unknown message (or another tenant's)
+// domain.ErrNotFound.
+func (s *Store) FinishRun(ctx context.Context, m *domain.Message, runID string) error {
+	const op = "finish run"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	if err := validateFinish(m, runID); err != nil {
+		return fmt.Errorf("memory: %s %s: %w", op, runID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sm, ok := s.message(m.TenantID, m.ID)
+	if !ok {
+		return fmt.Errorf("memory: %s %s on message %s: %w", op, runID, m.ID, domain.ErrNotFound)
+	}
+	if sm.msg.Status != domain.StatusGenerating || sm.msg.RunID != runID {
+		return fmt.Errorf("memory: %s %s on message %s: the message is %s under run %q, no longer generating under this run: %w",
+			op, runID, m.ID, sm.msg.Status, sm.msg.RunID, domain.ErrConflict)
+	}
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = now()
+	}
+	s.replaceMessage(sm, m)
+	return nil
+}
+
+func validateFinish(m *domain.Message, runID string) error {
+	var ve domain.ValidationError
+	if m == nil {
+		ve.Add("message", "is required")
+		return ve.Err()
+	}
+	if runID == "" {
+		ve.Add("run_id", "is required")
+	}
+	switch {
+	case !m.Status.Valid():
+		ve.Add("message.status", "must be complete, failed or awaiting_input")
+	case m.Status == domain.StatusGenerating:
+		ve.Add("message.status", "must be the run's outcome (complete, failed or awaiting_input), not generating")
+	}
+	if m.RunID != runID {
+		ve.Add("message.run_id", "must be the run that finishes")
+	}
+	return ve.Err()
 }
 
 func validateRun(runID string, t time.Time, field string) error {

@@ -50,8 +50,9 @@
 //   - artifact_content and artifact_chunks: artifact bytes (below).
 //   - recipes: the recipe memory of package kb/recipes/postgres.
 //
-// Claim and ClaimRun are one UPDATE ... RETURNING each; exactly one of
-// any number of concurrent callers wins. DeleteSession removes the
+// Claim, ClaimRun and FinishRun are one UPDATE ... RETURNING each; exactly
+// one of any number of concurrent callers wins, and of FinishRun and a
+// concurrent FailExpired exactly one changes the message. DeleteSession removes the
 // session, its messages, checkpoints, artifacts, run events and results,
 // and frees artifact content nobody else uses, in one transaction.
 //

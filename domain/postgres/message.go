@@ -274,7 +274,8 @@ func (r *messageRepo) ListMessages(ctx context.Context, tenantID, sessionID stri
 
 // UpdateMessage implements domain.MessageRepository: it replaces Parts,
 // Status, RunID, Metadata, Citations and UpdatedAt (the current time when
-// zero, written back); LeaseUntil and CancelRequested are kept.
+// zero, written back). LeaseUntil and CancelRequested are kept while m is
+// generating with a run id and cleared otherwise, in the same statement.
 func (r *messageRepo) UpdateMessage(ctx context.Context, m *domain.Message) error {
 	const op = "update message"
 	if err := checkCtx(ctx, op); err != nil {
@@ -296,8 +297,7 @@ func (r *messageRepo) UpdateMessage(ctx context.Context, m *domain.Message) erro
 		updated = now()
 	}
 	s := r.st()
-	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {S}.messages
-		SET parts = $3, status = $4, run_id = $5, metadata = $6, error = $7, citations = $8, updated_at = $9
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {S}.messages SET `+replaceCols+`
 		WHERE tenant_id = $1 AND id = $2`),
 		m.TenantID, m.ID, jsonArg(enc.parts), string(m.Status), m.RunID, jsonArg(enc.metadata), jsonArg(enc.err),
 		jsonArg(enc.citations), updated)
@@ -310,6 +310,16 @@ func (r *messageRepo) UpdateMessage(ctx context.Context, m *domain.Message) erro
 	m.UpdatedAt = updated
 	return nil
 }
+
+// replaceCols is the SET list of UpdateMessage and FinishRun, over the
+// arguments $3 parts, $4 status, $5 run id, $6 metadata, $7 error, $8
+// citations and $9 updated time. The lease and the cancel request belong
+// to a run: they are cleared unless the message stays generating under a
+// run id.
+const replaceCols = `parts = $3, status = $4::text, run_id = $5::text, metadata = $6, error = $7, citations = $8,
+		updated_at = $9,
+		lease_until = CASE WHEN $4::text = 'generating' AND $5::text <> '' THEN lease_until END,
+		cancel_requested = ($4::text = 'generating' AND $5::text <> '' AND cancel_requested)`
 
 // Claim implements domain.MessageRepository with one UPDATE ... RETURNING:
 // it sets RunID and stamps UpdatedAt with the server's time, only when

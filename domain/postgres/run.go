@@ -31,8 +31,8 @@ func validateRun(runID string, t time.Time, field string) error {
 
 // ClaimRun implements domain.RunRepository with one UPDATE ... RETURNING:
 // it sets RunID, LeaseUntil and UpdatedAt (the server's time) of a
-// generating, unclaimed message. An empty runID or a zero leaseUntil
-// yields domain.ErrInvalid.
+// generating, unclaimed message and clears CancelRequested. An empty
+// runID or a zero leaseUntil yields domain.ErrInvalid.
 func (r *runRepo) ClaimRun(ctx context.Context, tenantID, messageID, runID string, leaseUntil time.Time) error {
 	const op = "claim run"
 	if err := checkCtx(ctx, op); err != nil {
@@ -43,9 +43,78 @@ func (r *runRepo) ClaimRun(ctx context.Context, tenantID, messageID, runID strin
 	}
 	s := r.st()
 	return claim(ctx, s, op, s.sql(`UPDATE {S}.messages
-		SET run_id = $3, lease_until = $4, updated_at = clock_timestamp()
+		SET run_id = $3, lease_until = $4, cancel_requested = false, updated_at = clock_timestamp()
 		WHERE tenant_id = $1 AND id = $2 AND status = 'generating' AND run_id = ''
 		RETURNING 1`), tenantID, messageID, runID, leaseUntil)
+}
+
+// FinishRun implements domain.RunRepository with one statement: an
+// UPDATE ... WHERE status = 'generating' AND run_id = runID ... RETURNING
+// that writes what UpdateMessage writes (clearing LeaseUntil and
+// CancelRequested), joined with an existence check of the message that
+// tells a conflict from an unknown message in the same round trip. The
+// row lock serialises it with FailExpired: whichever updates the row
+// first wins and the other finds it no longer generating. Validation
+// matches domain/memory: a nil m, an empty runID, a generating or invalid
+// m.Status or an m.RunID other than runID yield domain.ErrInvalid.
+func (r *runRepo) FinishRun(ctx context.Context, m *domain.Message, runID string) error {
+	const op = "finish run"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	if err := validateFinish(m, runID); err != nil {
+		return fmt.Errorf("postgres: %s %s: %w", op, runID, err)
+	}
+	enc, err := encodeMessage(m)
+	if err != nil {
+		return fmt.Errorf("postgres: %s %s on message %s: %w", op, runID, m.ID, err)
+	}
+	updated := m.UpdatedAt
+	if updated.IsZero() {
+		updated = now()
+	}
+	s := r.st()
+	var done, exists bool
+	err = s.pool.QueryRow(ctx, s.sql(`WITH u AS (
+			UPDATE {S}.messages SET `+replaceCols+`
+			WHERE tenant_id = $1 AND id = $2 AND status = 'generating' AND run_id = $5::text
+			RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM u),
+			EXISTS (SELECT 1 FROM {S}.messages WHERE tenant_id = $1 AND id = $2)`),
+		m.TenantID, m.ID, jsonArg(enc.parts), string(m.Status), runID, jsonArg(enc.metadata), jsonArg(enc.err),
+		jsonArg(enc.citations), updated).Scan(&done, &exists)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: %s %s on message %s: %w", op, runID, m.ID, err)
+	case !exists:
+		return fmt.Errorf("postgres: %s %s on message %s: %w", op, runID, m.ID, domain.ErrNotFound)
+	case !done:
+		return fmt.Errorf("postgres: %s %s on message %s: the message is no longer generating under this run: %w",
+			op, runID, m.ID, domain.ErrConflict)
+	}
+	m.UpdatedAt = updated
+	return nil
+}
+
+func validateFinish(m *domain.Message, runID string) error {
+	var ve domain.ValidationError
+	if m == nil {
+		ve.Add("message", "is required")
+		return ve.Err()
+	}
+	if runID == "" {
+		ve.Add("run_id", "is required")
+	}
+	switch {
+	case !m.Status.Valid():
+		ve.Add("message.status", "must be complete, failed or awaiting_input")
+	case m.Status == domain.StatusGenerating:
+		ve.Add("message.status", "must be the run's outcome (complete, failed or awaiting_input), not generating")
+	}
+	if m.RunID != runID {
+		ve.Add("message.run_id", "must be the run that finishes")
+	}
+	return ve.Err()
 }
 
 // RenewLease implements domain.RunRepository with one UPDATE ...
