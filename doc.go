@@ -114,6 +114,29 @@
 //     in Config.Knowledge; the in-memory implementations are lost on
 //     restart.
 //
+// # HTTP API
+//
+// [NewHandler] mounts a complete chat backend on net/http (Go 1.22
+// routing, no framework): sessions (list with paging, search and sort;
+// create, get, rename, delete), messages, runs streamed as server-sent
+// events, answers to questions, approval or denial of confirmations,
+// cancellation, artifacts served as attachments, models, recipes, and an
+// OpenAPI 3.1 document of all of it at {prefix}/openapi.json. The host
+// authenticates (HandlerOptions.Authenticate); the principal's permissions
+// apply per route (a viewer reads only: 403). Posting a question starts a
+// run that belongs to the service and answers 202 with the question and
+// the answer's placeholder; GET {prefix}/messages/{id}/events replays the
+// run and follows it live, and a client that reconnects with
+// Last-Event-ID (or ?after=seq) resumes without a gap or a duplicate, on
+// any replica sharing the store. Events are message_start, text,
+// reasoning, tool_call, tool_result, token_update, provider_item and the
+// terminal interrupt, confirmation_required, message_complete or
+// message_error; the id is the run seq; a heartbeat comment goes out every
+// 15 s. Every error is JSON {"error":{"code","message","fields"}}, with
+// [HTTPStatus] giving the status of any Service error; a 500 says only
+// "internal error" and the cause is logged. Hosts with their own routes
+// use [WriteSSE] and [WriteError] directly.
+//
 // The layers below are importable on their own: package agents (models,
 // tools, the executor), hooks (the event bus), domain (entities and
 // repositories) and their adapters.
