@@ -25,6 +25,21 @@
 // domain/postgres; package domain/domaintest holds the conformance suite
 // every implementation must pass.
 //
+// # Writing a repository
+//
+// The Check functions ([CheckCreateSession], [CheckCreateMessages],
+// [CheckUpdateMessage], [CheckClaimRun], [CheckRenewLease],
+// [CheckFinishRun], [CheckAppendRunEvents], [CheckSubscribeRunEvents],
+// [CheckSaveArtifact], [CheckSaveCheckpoint], [CheckPutResult]) validate
+// the input of one repository method each, the way the interfaces
+// require and the conformance suite expects. Both bundled
+// implementations call them first; a repository of the host's own should
+// too, wrapping the error with its operation name
+// (fmt.Errorf("mystore: create session: %w", err)). Each returns nil or
+// a [*ValidationError] naming every offending field. They check the input
+// only: a taken id (ErrConflict) or a missing parent (ErrNotFound) is the
+// store's to report.
+//
 // # Durable runs
 //
 // A run holds a lease on the assistant message it generates

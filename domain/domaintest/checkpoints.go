@@ -1,9 +1,7 @@
 package domaintest
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -120,32 +118,13 @@ func (s *suite) checkpointTests(t *testing.T) {
 			const n = 50
 			got := make([]*domain.Checkpoint, n)
 			errs := make([]error, n)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					got[i], errs[i] = e.Checkpoints.TakeCheckpoint(e.ctx, tenantA, m.ID)
-				})
-			}
-			close(start)
-			wg.Wait()
-			wins := 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					wins++
-					if got[i] == nil {
-						t.Errorf("round %d: TakeCheckpoint %d returned nil and no error", round, i)
-					} else {
-						equal(t, "the winner's checkpoint", *got[i], want, canonCheckpoint)
-					}
-				case !errors.Is(err, domain.ErrNotFound):
-					t.Errorf("round %d: TakeCheckpoint %d: got error %v, want nil or one matching %q", round, i, err, domain.ErrNotFound)
+			concurrently(n, func(i int) { got[i], errs[i] = e.Checkpoints.TakeCheckpoint(e.ctx, tenantA, m.ID) })
+			if i := oneWinner(t, fmt.Sprintf("round %d: TakeCheckpoint", round), errs, domain.ErrNotFound); i >= 0 {
+				if got[i] == nil {
+					t.Errorf("round %d: TakeCheckpoint %d returned nil and no error", round, i)
+				} else {
+					equal(t, "the winner's checkpoint", *got[i], want, canonCheckpoint)
 				}
-			}
-			if wins != 1 {
-				t.Errorf("round %d: %d of %d concurrent takes got the checkpoint, want exactly 1", round, wins, n)
 			}
 			_, err := e.Checkpoints.GetCheckpoint(e.ctx, tenantA, m.ID)
 			wantErr(t, "GetCheckpoint after the race", err, domain.ErrNotFound)
@@ -222,47 +201,13 @@ func (s *suite) takeExpiredTests(t *testing.T) {
 	})
 
 	s.run(t, "Race", func(t *testing.T, e *env) {
-		sessA := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
-		sessB := e.createSession(tenantB, ownerA, "Chat", at(0), at(0))
-		var want []string
-		for i := range 20 {
-			sess := sessA
-			if i%2 == 1 {
-				sess = sessB
-			}
-			cp := expiring(e, sess, at(time.Duration(i)*time.Second))[0]
-			want = append(want, cp.ID)
-		}
-		const callers = 8
-		got := make([][]string, callers)
-		errs := make([]error, callers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range callers {
-			wg.Go(func() {
-				<-start
-				for {
-					cps, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, at(time.Hour), 3)
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					if len(cps) == 0 {
-						return
-					}
-					for _, cp := range cps {
-						got[i] = append(got[i], cp.ID)
-					}
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		var all []string
-		for i := range callers {
-			must(t, "concurrent TakeExpiredCheckpoints", errs[i])
-			all = append(all, got[i]...)
-		}
+		want := e.acrossTenants(20, func(i int, sess domain.Session) string {
+			return expiring(e, sess, at(time.Duration(i)*time.Second))[0].ID
+		})
+		all := drainConcurrently(t, "TakeExpiredCheckpoints", 8, func() ([]string, error) {
+			cps, err := e.Checkpoints.TakeExpiredCheckpoints(e.ctx, at(time.Hour), 3)
+			return keys(cps, func(cp domain.Checkpoint) string { return cp.ID }), err
+		})
 		sameSet(t, "checkpoints returned by concurrent TakeExpiredCheckpoints calls (each exactly once)", all, want)
 	})
 }

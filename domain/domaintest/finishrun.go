@@ -72,38 +72,7 @@ func (s *suite) finishRunTests(t *testing.T) {
 
 	// Each case leaves the message in a state its run no longer owns;
 	// FinishRun must refuse with ErrConflict and change nothing.
-	for _, c := range []struct {
-		name  string
-		setup func(t *testing.T, e *env, m domain.Message, run string) (finishRun string)
-	}{
-		{"AfterReaped", func(t *testing.T, e *env, m domain.Message, run string) string {
-			got, err := e.Runs.FailExpired(e.ctx, m.LeaseUntil.Add(time.Second),
-				domain.MessageError{Code: "lease_expired", Message: "The run stopped responding.", Time: at(time.Hour)}, 0)
-			must(t, "FailExpired", err)
-			equalIDs(t, "FailExpired", messageIDs(got), []string{m.ID})
-			return run
-		}},
-		{"AfterUpdatedElsewhere", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.Status = domain.StatusFailed
-			m.Metadata.Error = &domain.MessageError{Code: "cancelled", Message: "cancelled", Time: at(time.Hour)}
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			return run
-		}},
-		{"AfterReopened", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.RunID = ""
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			return run
-		}},
-		{"AfterReclaimed", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.RunID = ""
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			must(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, m.ID, domain.NewID(), at(time.Hour)))
-			return run
-		}},
-		{"OtherRun", func(t *testing.T, e *env, m domain.Message, run string) string {
-			return domain.NewID()
-		}},
-	} {
+	for _, c := range lostRuns {
 		s.run(t, "Conflict"+c.name, func(t *testing.T, e *env) {
 			claimed, run := e.claimedMessage(tenantA, at(time.Minute))
 			finishRun := c.setup(t, e, claimed, run)

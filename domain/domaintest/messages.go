@@ -2,9 +2,7 @@ package domaintest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -352,21 +350,9 @@ func (s *suite) claimTests(t *testing.T) {
 		equal(t, "message after rejected claims", *got2, *got, canonMessage)
 	})
 
-	for _, c := range []struct {
-		name   string
-		status domain.MessageStatus
-		runID  string
-	}{
-		{"Complete", domain.StatusComplete, ""},
-		{"Failed", domain.StatusFailed, ""},
-		{"AwaitingInput", domain.StatusAwaitingInput, ""},
-		{"ClaimedAtCreate", domain.StatusGenerating, domain.NewID()},
-	} {
+	for _, c := range unclaimable {
 		s.run(t, "Rejects"+c.name, func(t *testing.T, e *env) {
-			sess := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
-			m := newMessage(tenantA, sess.ID, domain.RoleAssistant, c.status, at(time.Second))
-			m.RunID = c.runID
-			orig := e.createMessages(m)[0]
+			orig := e.createUnclaimable(c.status, c.claimed)
 			wantErr(t, "Claim", e.Messages.Claim(e.ctx, tenantA, orig.ID, domain.NewID()), domain.ErrConflict)
 			got, err := e.Messages.GetMessage(e.ctx, tenantA, orig.ID)
 			must(t, "GetMessage", err)
@@ -390,43 +376,12 @@ func (s *suite) claimTests(t *testing.T) {
 	s.run(t, "Race", func(t *testing.T, e *env) {
 		// Several rounds, each on a fresh message, make a lost update
 		// likely to show even when the scheduler is busy.
-		sess, _ := e.seedMessage(tenantA)
-		for round := range 5 {
-			orig := e.createMessages(newMessage(tenantA, sess.ID, domain.RoleAssistant, domain.StatusGenerating, at(time.Duration(round)*time.Minute)))[0]
-			const n = 100
-			runs := make([]string, n)
-			errs := make([]error, n)
-			for i := range runs {
-				runs[i] = domain.NewID()
+		e.claimRaces("Claim", func(messageID, runID string, _ int) error {
+			return e.Messages.Claim(e.ctx, tenantA, messageID, runID)
+		}, func(round int, got domain.Message, runID string, _ int) {
+			if got.RunID != runID {
+				t.Errorf("round %d: RunID after the race = %q, want the winner's %q", round, got.RunID, runID)
 			}
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					errs[i] = e.Messages.Claim(e.ctx, tenantA, orig.ID, runs[i])
-				})
-			}
-			close(start)
-			wg.Wait()
-			winner, wins := -1, 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					winner = i
-					wins++
-				case !errors.Is(err, domain.ErrConflict):
-					t.Errorf("round %d, Claim %d: got error %v, want nil or one matching %q", round, i, err, domain.ErrConflict)
-				}
-			}
-			if wins != 1 {
-				t.Fatalf("round %d: %d of %d concurrent claims succeeded, want exactly 1", round, wins, n)
-			}
-			got, err := e.Messages.GetMessage(e.ctx, tenantA, orig.ID)
-			must(t, "GetMessage", err)
-			if got.RunID != runs[winner] {
-				t.Errorf("round %d: RunID after the race = %q, want the winner's %q", round, got.RunID, runs[winner])
-			}
-		}
+		})
 	})
 }

@@ -1,9 +1,7 @@
 package domaintest
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,21 +138,9 @@ func (s *suite) claimRunTests(t *testing.T) {
 		equal(t, "message after rejected claims", e.getMessage(tenantA, orig.ID), got, canonMessage)
 	})
 
-	for _, c := range []struct {
-		name   string
-		status domain.MessageStatus
-		runID  string
-	}{
-		{"Complete", domain.StatusComplete, ""},
-		{"Failed", domain.StatusFailed, ""},
-		{"AwaitingInput", domain.StatusAwaitingInput, ""},
-		{"ClaimedAtCreate", domain.StatusGenerating, domain.NewID()},
-	} {
+	for _, c := range unclaimable {
 		s.run(t, "Rejects"+c.name, func(t *testing.T, e *env) {
-			sess := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
-			m := newMessage(tenantA, sess.ID, domain.RoleAssistant, c.status, at(time.Second))
-			m.RunID = c.runID
-			orig := e.createMessages(m)[0]
+			orig := e.createUnclaimable(c.status, c.claimed)
 			wantErr(t, "ClaimRun", e.Runs.ClaimRun(e.ctx, tenantA, orig.ID, domain.NewID(), at(time.Hour)), domain.ErrConflict)
 			equal(t, "message after rejected ClaimRun", e.getMessage(tenantA, orig.ID), orig, canonMessage)
 		})
@@ -212,45 +198,15 @@ func (s *suite) claimRunTests(t *testing.T) {
 	})
 
 	s.run(t, "Race", func(t *testing.T, e *env) {
-		sess, _ := e.seedMessage(tenantA)
-		for round := range 5 {
-			orig := e.createMessages(newMessage(tenantA, sess.ID, domain.RoleAssistant, domain.StatusGenerating, at(time.Duration(round)*time.Minute)))[0]
-			const n = 100
-			runs := make([]string, n)
-			errs := make([]error, n)
-			for i := range runs {
-				runs[i] = domain.NewID()
-			}
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					errs[i] = e.Runs.ClaimRun(e.ctx, tenantA, orig.ID, runs[i], at(time.Hour+time.Duration(i)*time.Millisecond))
-				})
-			}
-			close(start)
-			wg.Wait()
-			winner, wins := -1, 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					winner = i
-					wins++
-				case !errors.Is(err, domain.ErrConflict):
-					t.Errorf("round %d, ClaimRun %d: got error %v, want nil or one matching %q", round, i, err, domain.ErrConflict)
-				}
-			}
-			if wins != 1 {
-				t.Fatalf("round %d: %d of %d concurrent ClaimRun calls succeeded, want exactly 1", round, wins, n)
-			}
-			got := e.getMessage(tenantA, orig.ID)
-			wantLease := at(time.Hour + time.Duration(winner)*time.Millisecond)
-			if got.RunID != runs[winner] || !got.LeaseUntil.Equal(wantLease) {
+		lease := func(i int) time.Time { return at(time.Hour + time.Duration(i)*time.Millisecond) }
+		e.claimRaces("ClaimRun", func(messageID, runID string, i int) error {
+			return e.Runs.ClaimRun(e.ctx, tenantA, messageID, runID, lease(i))
+		}, func(round int, got domain.Message, runID string, winner int) {
+			if got.RunID != runID || !got.LeaseUntil.Equal(lease(winner)) {
 				t.Errorf("round %d: RunID, LeaseUntil after the race = %q, %v; want the winner's %q, %v",
-					round, got.RunID, got.LeaseUntil, runs[winner], wantLease)
+					round, got.RunID, got.LeaseUntil, runID, lease(winner))
 			}
-		}
+		})
 	})
 }
 
@@ -296,36 +252,7 @@ func (s *suite) renewLeaseTests(t *testing.T) {
 
 	// Each case leaves the claimed message in a state in which its run
 	// must stop; RenewLease must say so and change nothing.
-	for _, c := range []struct {
-		name  string
-		setup func(t *testing.T, e *env, m domain.Message, run string) (renewRun string)
-	}{
-		{"AfterComplete", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.Status = domain.StatusComplete
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			return run
-		}},
-		{"AfterFailed", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.Status = domain.StatusFailed
-			m.Metadata.Error = &domain.MessageError{Code: "model_error", Message: "failed", Time: at(time.Hour)}
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			return run
-		}},
-		{"AfterAwaitingInput", func(t *testing.T, e *env, m domain.Message, run string) string {
-			m.Status = domain.StatusAwaitingInput
-			must(t, "UpdateMessage", e.Messages.UpdateMessage(e.ctx, &m))
-			return run
-		}},
-		{"AfterReaped", func(t *testing.T, e *env, m domain.Message, run string) string {
-			got, err := e.Runs.FailExpired(e.ctx, m.LeaseUntil.Add(time.Second), domain.MessageError{Code: "expired", Message: "lost"}, 0)
-			must(t, "FailExpired", err)
-			equalIDs(t, "FailExpired", messageIDs(got), []string{m.ID})
-			return run
-		}},
-		{"OtherRun", func(t *testing.T, e *env, m domain.Message, run string) string {
-			return domain.NewID()
-		}},
-	} {
+	for _, c := range lostRuns {
 		s.run(t, "Conflict"+c.name, func(t *testing.T, e *env) {
 			claimed, run := e.claimedMessage(tenantA, at(time.Minute))
 			renewRun := c.setup(t, e, claimed, run)
@@ -503,48 +430,16 @@ func (s *suite) failExpiredTests(t *testing.T) {
 	})
 
 	s.run(t, "Race", func(t *testing.T, e *env) {
-		sessA := e.createSession(tenantA, ownerA, "Chat", at(0), at(0))
-		sessB := e.createSession(tenantB, ownerA, "Chat", at(0), at(0))
-		var want []string
-		for i := range 20 {
-			sess := sessA
-			if i%2 == 1 {
-				sess = sessB
-			}
+		want := e.acrossTenants(20, func(i int, sess domain.Session) string {
 			m := newMessage(sess.TenantID, sess.ID, domain.RoleAssistant, domain.StatusGenerating, at(time.Duration(i)*time.Second))
 			m.RunID = domain.NewID()
 			m.LeaseUntil = at(time.Duration(i) * time.Second)
-			e.createMessages(m)
-			want = append(want, m.ID)
-		}
-		const callers = 8
-		got := make([][]string, callers)
-		errs := make([]error, callers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range callers {
-			wg.Go(func() {
-				<-start
-				for {
-					ms, err := e.Runs.FailExpired(e.ctx, at(time.Hour), domain.MessageError{Code: "expired"}, 3)
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					if len(ms) == 0 {
-						return
-					}
-					got[i] = append(got[i], messageIDs(ms)...)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		var all []string
-		for i := range callers {
-			must(t, "concurrent FailExpired", errs[i])
-			all = append(all, got[i]...)
-		}
+			return e.createMessages(m)[0].ID
+		})
+		all := drainConcurrently(t, "FailExpired", 8, func() ([]string, error) {
+			ms, err := e.Runs.FailExpired(e.ctx, at(time.Hour), domain.MessageError{Code: "expired"}, 3)
+			return messageIDs(ms), err
+		})
 		sameSet(t, "messages returned by concurrent FailExpired calls (each exactly once)", all, want)
 	})
 }

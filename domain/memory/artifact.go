@@ -18,20 +18,7 @@ func (s *Store) SaveArtifact(ctx context.Context, a *domain.Artifact) error {
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if a == nil {
-		return fmt.Errorf("memory: %s: %w", op, domain.Invalid("artifact", "is required"))
-	}
-	var ve domain.ValidationError
-	if a.ID == "" {
-		ve.Add("artifact.id", "is required")
-	}
-	if a.TenantID == "" {
-		ve.Add("artifact.tenant_id", "is required")
-	}
-	if a.MessageID == "" {
-		ve.Add("artifact.message_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSaveArtifact(a); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	s.mu.Lock()

@@ -21,20 +21,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp *domain.Checkpoint) error
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if cp == nil {
-		return fmt.Errorf("memory: %s: %w", op, domain.Invalid("checkpoint", "is required"))
-	}
-	var ve domain.ValidationError
-	if cp.ID == "" {
-		ve.Add("checkpoint.id", "is required")
-	}
-	if cp.TenantID == "" {
-		ve.Add("checkpoint.tenant_id", "is required")
-	}
-	if cp.MessageID == "" {
-		ve.Add("checkpoint.message_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSaveCheckpoint(cp); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	s.mu.Lock()

@@ -26,7 +26,7 @@ func (s *Store) CreateMessages(ctx context.Context, msgs ...*domain.Message) err
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := validateMessages(msgs); err != nil {
+	if err := domain.CheckCreateMessages(msgs); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	tenantID, sessionID := msgs[0].TenantID, msgs[0].SessionID
@@ -56,44 +56,6 @@ func (s *Store) CreateMessages(ctx context.Context, msgs ...*domain.Message) err
 		s.sessionMessages[sessionID] = append(s.sessionMessages[sessionID], m.ID)
 	}
 	return nil
-}
-
-func validateMessages(msgs []*domain.Message) error {
-	var ve domain.ValidationError
-	var first *domain.Message
-	for i, m := range msgs {
-		field := func(name string) string { return fmt.Sprintf("messages[%d].%s", i, name) }
-		if m == nil {
-			ve.Add(fmt.Sprintf("messages[%d]", i), "is required")
-			continue
-		}
-		if !domain.ValidID(m.ID) {
-			ve.Add(field("id"), "must be a UUID")
-		}
-		if m.TenantID == "" {
-			ve.Add(field("tenant_id"), "is required")
-		}
-		if m.SessionID == "" {
-			ve.Add(field("session_id"), "is required")
-		}
-		if !m.Role.Valid() {
-			ve.Add(field("role"), "must be user, assistant, system or tool")
-		}
-		if !m.Status.Valid() {
-			ve.Add(field("status"), "must be generating, complete, failed or awaiting_input")
-		}
-		if first == nil {
-			first = m
-			continue
-		}
-		if m.TenantID != first.TenantID {
-			ve.Add(field("tenant_id"), "must be the same for every message")
-		}
-		if m.SessionID != first.SessionID {
-			ve.Add(field("session_id"), "must be the same for every message")
-		}
-	}
-	return ve.Err()
 }
 
 // GetMessage returns a copy of the message with id in tenantID, or an
@@ -182,12 +144,8 @@ func (s *Store) UpdateMessage(ctx context.Context, m *domain.Message) error {
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if m == nil {
-		return fmt.Errorf("memory: %s: %w", op, domain.Invalid("message", "is required"))
-	}
-	if !m.Status.Valid() {
-		return fmt.Errorf("memory: %s %s: %w", op, m.ID,
-			domain.Invalid("message.status", "must be generating, complete, failed or awaiting_input"))
+	if err := domain.CheckUpdateMessage(m); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,14 +34,7 @@ func (s *Store) SubscribeRunEvents(ctx context.Context, tenantID, runID string) 
 	if err := checkCtx(ctx, op); err != nil {
 		return nil, nil, err
 	}
-	var ve domain.ValidationError
-	if tenantID == "" {
-		ve.Add("tenant_id", "is required")
-	}
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSubscribeRunEvents(tenantID, runID); err != nil {
 		return nil, nil, fmt.Errorf("memory: %s: %w", op, err)
 	}
 	k := runKey{tenantID, runID}

@@ -42,20 +42,7 @@ func (s *Store) PutResult(ctx context.Context, r *domain.StoredResult) (string, 
 	if err := checkCtx(ctx, op); err != nil {
 		return "", err
 	}
-	if r == nil {
-		return "", fmt.Errorf("memory: %s: %w", op, domain.Invalid("result", "is required"))
-	}
-	var ve domain.ValidationError
-	if r.TenantID == "" {
-		ve.Add("result.tenant_id", "is required")
-	}
-	if r.SessionID == "" {
-		ve.Add("result.session_id", "is required")
-	}
-	if r.Name != "" && !domain.ValidName(r.Name) {
-		ve.Add("result.name", "must be 1 to 128 printable ASCII characters without spaces")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckPutResult(r); err != nil {
 		return "", fmt.Errorf("memory: %s: %w", op, err)
 	}
 	if int64(len(r.Data)) > s.resultBytes {

@@ -25,7 +25,7 @@ func (s *Store) ClaimRun(ctx context.Context, tenantID, messageID, runID string,
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if err := validateRun(runID, leaseUntil, "lease_until"); err != nil {
+	if err := domain.CheckClaimRun(runID, leaseUntil); err != nil {
 		return fmt.Errorf("memory: %s on message %s: %w", op, messageID, err)
 	}
 	s.mu.Lock()
@@ -61,7 +61,7 @@ func (s *Store) FinishRun(ctx context.Context, m *domain.Message, runID string) 
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if err := validateFinish(m, runID); err != nil {
+	if err := domain.CheckFinishRun(m, runID); err != nil {
 		return fmt.Errorf("memory: %s %s: %w", op, runID, err)
 	}
 	s.mu.Lock()
@@ -81,38 +81,6 @@ func (s *Store) FinishRun(ctx context.Context, m *domain.Message, runID string) 
 	return nil
 }
 
-func validateFinish(m *domain.Message, runID string) error {
-	var ve domain.ValidationError
-	if m == nil {
-		ve.Add("message", "is required")
-		return ve.Err()
-	}
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	switch {
-	case !m.Status.Valid():
-		ve.Add("message.status", "must be complete, failed or awaiting_input")
-	case m.Status == domain.StatusGenerating:
-		ve.Add("message.status", "must be the run's outcome (complete, failed or awaiting_input), not generating")
-	}
-	if m.RunID != runID {
-		ve.Add("message.run_id", "must be the run that finishes")
-	}
-	return ve.Err()
-}
-
-func validateRun(runID string, t time.Time, field string) error {
-	var ve domain.ValidationError
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	if t.IsZero() {
-		ve.Add(field, "is required")
-	}
-	return ve.Err()
-}
-
 // RenewLease sets the LeaseUntil of the message with messageID in
 // tenantID to until and returns its CancelRequested flag. Nothing else of
 // the message changes, UpdatedAt included. The message must be generating
@@ -127,7 +95,7 @@ func (s *Store) RenewLease(ctx context.Context, tenantID, messageID, runID strin
 	if err := checkCtx(ctx, op); err != nil {
 		return false, err
 	}
-	if err := validateRun(runID, until, "until"); err != nil {
+	if err := domain.CheckRenewLease(runID, until); err != nil {
 		return false, fmt.Errorf("memory: %s on message %s: %w", op, messageID, err)
 	}
 	s.mu.Lock()

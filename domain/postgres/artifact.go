@@ -38,20 +38,7 @@ func (r *artifactRepo) SaveArtifact(ctx context.Context, a *domain.Artifact) err
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if a == nil {
-		return wrap(op, domain.Invalid("artifact", "is required"))
-	}
-	var ve domain.ValidationError
-	if a.ID == "" {
-		ve.Add("artifact.id", "is required")
-	}
-	if a.TenantID == "" {
-		ve.Add("artifact.tenant_id", "is required")
-	}
-	if a.MessageID == "" {
-		ve.Add("artifact.message_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSaveArtifact(a); err != nil {
 		return wrap(op, err)
 	}
 	var md []byte
@@ -108,12 +95,9 @@ func (r *artifactRepo) ListArtifacts(ctx context.Context, tenantID, messageID st
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Artifact, error) { return scanArtifact(row) })
+	out, err := collect(rows, scanArtifact)
 	if err != nil {
 		return nil, wrap(op, err)
-	}
-	if out == nil {
-		out = []domain.Artifact{}
 	}
 	return out, nil
 }

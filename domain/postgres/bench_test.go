@@ -8,6 +8,7 @@ import (
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/internal/pgtest"
 )
 
 // BenchmarkAppendRunEvents measures run-log append throughput on one
@@ -17,7 +18,7 @@ import (
 func BenchmarkAppendRunEvents(b *testing.B) {
 	for _, batch := range []int{1, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			p := newPool(b, 1)
+			p := pgtest.NewPool(b, 1)
 			s := newStoreOn(b, p, postgres.Options{})
 			repo := s.Repositories().RunEvents
 			run, sess, msg := domain.NewID(), domain.NewID(), domain.NewID()
@@ -47,7 +48,7 @@ func BenchmarkAppendRunEvents(b *testing.B) {
 // another process) is signalled: append a batch of one, wait for the
 // signal. Reported: p50 and p99 of append start to signal, in ms.
 func BenchmarkNotifyLatency(b *testing.B) {
-	pa, pb := newPool(b, 2), newPool(b, 2)
+	pa, pb := pgtest.NewPool(b, 2), pgtest.NewPool(b, 2)
 	writer := newStoreOn(b, pa, postgres.Options{})
 	watcher, err := postgres.New(pb, postgres.Options{Schema: writer.Schema()})
 	if err != nil {

@@ -40,20 +40,7 @@ func (r *checkpointRepo) SaveCheckpoint(ctx context.Context, cp *domain.Checkpoi
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if cp == nil {
-		return wrap(op, domain.Invalid("checkpoint", "is required"))
-	}
-	var ve domain.ValidationError
-	if cp.ID == "" {
-		ve.Add("checkpoint.id", "is required")
-	}
-	if cp.TenantID == "" {
-		ve.Add("checkpoint.tenant_id", "is required")
-	}
-	if cp.MessageID == "" {
-		ve.Add("checkpoint.message_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSaveCheckpoint(cp); err != nil {
 		return wrap(op, err)
 	}
 	created := cp.CreatedAt
@@ -157,16 +144,13 @@ func (r *checkpointRepo) TakeExpiredCheckpoints(ctx context.Context, asOf time.T
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Checkpoint, error) { return scanCheckpoint(row) })
+	out, err := collect(rows, scanCheckpoint)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
 	slices.SortFunc(out, func(a, b domain.Checkpoint) int {
 		return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(a.MessageID, b.MessageID))
 	})
-	if out == nil {
-		out = []domain.Checkpoint{}
-	}
 	return out, nil
 }
 

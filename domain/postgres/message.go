@@ -93,47 +93,9 @@ func jsonArg(b []byte) any {
 	return string(b)
 }
 
-func validateMessages(msgs []*domain.Message) error {
-	var ve domain.ValidationError
-	var first *domain.Message
-	for i, m := range msgs {
-		field := func(name string) string { return fmt.Sprintf("messages[%d].%s", i, name) }
-		if m == nil {
-			ve.Add(fmt.Sprintf("messages[%d]", i), "is required")
-			continue
-		}
-		if !domain.ValidID(m.ID) {
-			ve.Add(field("id"), "must be a UUID")
-		}
-		if m.TenantID == "" {
-			ve.Add(field("tenant_id"), "is required")
-		}
-		if m.SessionID == "" {
-			ve.Add(field("session_id"), "is required")
-		}
-		if !m.Role.Valid() {
-			ve.Add(field("role"), "must be user, assistant, system or tool")
-		}
-		if !m.Status.Valid() {
-			ve.Add(field("status"), "must be generating, complete, failed or awaiting_input")
-		}
-		if first == nil {
-			first = m
-			continue
-		}
-		if m.TenantID != first.TenantID {
-			ve.Add(field("tenant_id"), "must be the same for every message")
-		}
-		if m.SessionID != first.SessionID {
-			ve.Add(field("session_id"), "must be the same for every message")
-		}
-	}
-	return ve.Err()
-}
-
 // CreateMessages implements domain.MessageRepository: all messages or
-// none, in one transaction (one multi-row INSERT). Validation and
-// defaults match domain/memory. An id already used in the tenant, or
+// none, in one transaction (one multi-row INSERT). Input is checked by
+// domain.CheckCreateMessages; defaults match domain/memory. An id already used in the tenant, or
 // repeated in msgs, yields domain.ErrConflict; a session that does not
 // exist in the tenant domain.ErrNotFound.
 func (r *messageRepo) CreateMessages(ctx context.Context, msgs ...*domain.Message) error {
@@ -144,7 +106,7 @@ func (r *messageRepo) CreateMessages(ctx context.Context, msgs ...*domain.Messag
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := validateMessages(msgs); err != nil {
+	if err := domain.CheckCreateMessages(msgs); err != nil {
 		return wrap(op, err)
 	}
 	seen := make(map[string]bool, len(msgs))
@@ -262,12 +224,9 @@ func (r *messageRepo) ListMessages(ctx context.Context, tenantID, sessionID stri
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Message, error) { return scanMessage(row) })
+	out, err := collect(rows, scanMessage)
 	if err != nil {
 		return nil, wrap(op, err)
-	}
-	if out == nil {
-		out = []domain.Message{}
 	}
 	return out, nil
 }
@@ -281,12 +240,8 @@ func (r *messageRepo) UpdateMessage(ctx context.Context, m *domain.Message) erro
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if m == nil {
-		return wrap(op, domain.Invalid("message", "is required"))
-	}
-	if !m.Status.Valid() {
-		return fmt.Errorf("postgres: %s %s: %w", op, m.ID,
-			domain.Invalid("message.status", "must be generating, complete, failed or awaiting_input"))
+	if err := domain.CheckUpdateMessage(m); err != nil {
+		return wrap(op, err)
 	}
 	enc, err := encodeMessage(m)
 	if err != nil {

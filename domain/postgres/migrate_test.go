@@ -15,6 +15,7 @@ import (
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/domaintest"
 	"github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -30,9 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(migrateChild(schema))
 	}
 	code := m.Run()
-	if pool != nil {
-		pool.Close()
-	}
+	pgtest.CloseSharedPool()
 	os.Exit(code)
 }
 
@@ -43,7 +42,7 @@ func migrateChild(schema string) int {
 	time.Sleep(time.Until(time.Unix(0, ns)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := pgxpool.New(ctx, os.Getenv(dsnEnv))
+	p, err := pgxpool.New(ctx, os.Getenv(pgtest.DSNEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: connect:", err)
 		return 2
@@ -85,7 +84,7 @@ func wantVersions(t *testing.T, p *pgxpool.Pool, schema string, n int) {
 
 func TestMigrateConcurrentProcesses(t *testing.T) {
 	p := testPool(t)
-	schema := freshSchema(t, p)
+	schema := pgtest.Schema(t, p)
 	start := time.Now().Add(time.Second).UnixNano()
 	cmds := make([]*exec.Cmd, 2)
 	outs := make([]*limitedBuffer, 2)
@@ -137,7 +136,7 @@ func (l *limitedBuffer) String() string { return string(l.b) }
 
 func TestMigrateIdempotent(t *testing.T) {
 	p := testPool(t)
-	schema := freshSchema(t, p)
+	schema := pgtest.Schema(t, p)
 	for i := range 3 {
 		if err := postgres.Migrate(t.Context(), p, schema); err != nil {
 			t.Fatalf("Migrate #%d: %v", i+1, err)
@@ -164,7 +163,7 @@ func TestMigrateRejectsBadSchema(t *testing.T) {
 
 func TestCheckSchemaBeforeMigrate(t *testing.T) {
 	p := testPool(t)
-	schema := freshSchema(t, p)
+	schema := pgtest.Schema(t, p)
 	s, err := postgres.New(p, postgres.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +216,7 @@ func TestMigrateFromEachVersion(t *testing.T) {
 	p := testPool(t)
 	for k := 1; k < postgres.LatestVersion(); k++ {
 		t.Run(fmt.Sprintf("FromVersion%d", k), func(t *testing.T) {
-			schema := freshSchema(t, p)
+			schema := pgtest.Schema(t, p)
 			if err := postgres.MigrateTo(t.Context(), p, schema, k); err != nil {
 				t.Fatalf("MigrateTo(%d): %v", k, err)
 			}
@@ -239,7 +238,7 @@ func TestMigrateFromEachVersion(t *testing.T) {
 
 			t.Run("Suite", func(t *testing.T) {
 				domaintest.RunRepositoryTests(t, func(t *testing.T) domain.Repositories {
-					schema := freshSchema(t, p)
+					schema := pgtest.Schema(t, p)
 					if err := postgres.MigrateTo(t.Context(), p, schema, k); err != nil {
 						t.Fatalf("MigrateTo(%d): %v", k, err)
 					}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -14,7 +15,7 @@ import (
 // two processes of one deployment would have.
 func twoStores(t *testing.T) (writer, watcher *postgres.Store, watcherPool *pgxpool.Pool) {
 	t.Helper()
-	pa, pb := newPool(t, 4), newPool(t, 4)
+	pa, pb := pgtest.NewPool(t, 4), pgtest.NewPool(t, 4)
 	writer = newStoreOn(t, pa, postgres.Options{})
 	watcher, err := postgres.New(pb, postgres.Options{Schema: writer.Schema(), ListenRetry: 200 * time.Millisecond})
 	if err != nil {

@@ -28,20 +28,7 @@ func (r *resultRepo) PutResult(ctx context.Context, res *domain.StoredResult) (s
 	if err := checkCtx(ctx, op); err != nil {
 		return "", err
 	}
-	if res == nil {
-		return "", wrap(op, domain.Invalid("result", "is required"))
-	}
-	var ve domain.ValidationError
-	if res.TenantID == "" {
-		ve.Add("result.tenant_id", "is required")
-	}
-	if res.SessionID == "" {
-		ve.Add("result.session_id", "is required")
-	}
-	if res.Name != "" && !domain.ValidName(res.Name) {
-		ve.Add("result.name", "must be 1 to 128 printable ASCII characters without spaces")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckPutResult(res); err != nil {
 		return "", wrap(op, err)
 	}
 	s := r.st()

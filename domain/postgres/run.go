@@ -18,17 +18,6 @@ type runRepo Store
 
 func (r *runRepo) st() *Store { return (*Store)(r) }
 
-func validateRun(runID string, t time.Time, field string) error {
-	var ve domain.ValidationError
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	if t.IsZero() {
-		ve.Add(field, "is required")
-	}
-	return ve.Err()
-}
-
 // ClaimRun implements domain.RunRepository with one UPDATE ... RETURNING:
 // it sets RunID, LeaseUntil and UpdatedAt (the server's time) of a
 // generating, unclaimed message and clears CancelRequested. An empty
@@ -38,7 +27,7 @@ func (r *runRepo) ClaimRun(ctx context.Context, tenantID, messageID, runID strin
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if err := validateRun(runID, leaseUntil, "lease_until"); err != nil {
+	if err := domain.CheckClaimRun(runID, leaseUntil); err != nil {
 		return fmt.Errorf("postgres: %s on message %s: %w", op, messageID, err)
 	}
 	s := r.st()
@@ -54,15 +43,15 @@ func (r *runRepo) ClaimRun(ctx context.Context, tenantID, messageID, runID strin
 // CancelRequested), joined with an existence check of the message that
 // tells a conflict from an unknown message in the same round trip. The
 // row lock serialises it with FailExpired: whichever updates the row
-// first wins and the other finds it no longer generating. Validation
-// matches domain/memory: a nil m, an empty runID, a generating or invalid
+// first wins and the other finds it no longer generating. Input is
+// checked by domain.CheckFinishRun: a nil m, an empty runID, a generating or invalid
 // m.Status or an m.RunID other than runID yield domain.ErrInvalid.
 func (r *runRepo) FinishRun(ctx context.Context, m *domain.Message, runID string) error {
 	const op = "finish run"
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if err := validateFinish(m, runID); err != nil {
+	if err := domain.CheckFinishRun(m, runID); err != nil {
 		return fmt.Errorf("postgres: %s %s: %w", op, runID, err)
 	}
 	enc, err := encodeMessage(m)
@@ -96,27 +85,6 @@ func (r *runRepo) FinishRun(ctx context.Context, m *domain.Message, runID string
 	return nil
 }
 
-func validateFinish(m *domain.Message, runID string) error {
-	var ve domain.ValidationError
-	if m == nil {
-		ve.Add("message", "is required")
-		return ve.Err()
-	}
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	switch {
-	case !m.Status.Valid():
-		ve.Add("message.status", "must be complete, failed or awaiting_input")
-	case m.Status == domain.StatusGenerating:
-		ve.Add("message.status", "must be the run's outcome (complete, failed or awaiting_input), not generating")
-	}
-	if m.RunID != runID {
-		ve.Add("message.run_id", "must be the run that finishes")
-	}
-	return ve.Err()
-}
-
 // RenewLease implements domain.RunRepository with one UPDATE ...
 // RETURNING: it moves LeaseUntil (nothing else, UpdatedAt included) and
 // returns CancelRequested. An empty runID or a zero until yields
@@ -126,7 +94,7 @@ func (r *runRepo) RenewLease(ctx context.Context, tenantID, messageID, runID str
 	if err := checkCtx(ctx, op); err != nil {
 		return false, err
 	}
-	if err := validateRun(runID, until, "until"); err != nil {
+	if err := domain.CheckRenewLease(runID, until); err != nil {
 		return false, fmt.Errorf("postgres: %s on message %s: %w", op, messageID, err)
 	}
 	s := r.st()
@@ -202,15 +170,12 @@ func (r *runRepo) FailExpired(ctx context.Context, asOf time.Time, e domain.Mess
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Message, error) { return scanMessage(row) })
+	out, err := collect(rows, scanMessage)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
 	slices.SortFunc(out, func(a, b domain.Message) int {
 		return cmp.Or(a.LeaseUntil.Compare(b.LeaseUntil), strings.Compare(a.ID, b.ID))
 	})
-	if out == nil {
-		out = []domain.Message{}
-	}
 	return out, nil
 }

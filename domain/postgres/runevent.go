@@ -23,8 +23,8 @@ type notice struct {
 	Seq int64 `json:"s"`
 }
 
-// AppendRunEvents implements domain.RunEventRepository with validation
-// matching domain/memory. The batch is written by one statement, which
+// AppendRunEvents implements domain.RunEventRepository, its input checked
+// by domain.CheckAppendRunEvents. The batch is written by one statement, which
 // also checks that the first Seq is above the run's last one and, when
 // rows were inserted, calls pg_notify on the store's channel (payload:
 // tenant, run, last seq), so the notification is part of the same
@@ -39,27 +39,10 @@ func (r *runEventRepo) AppendRunEvents(ctx context.Context, events ...domain.Run
 	if len(events) == 0 {
 		return nil
 	}
-	first := events[0]
-	var ve domain.ValidationError
-	for i, e := range events {
-		field := func(name string) string { return fmt.Sprintf("events[%d].%s", i, name) }
-		if e.TenantID == "" {
-			ve.Add(field("tenant_id"), "is required")
-		} else if e.TenantID != first.TenantID {
-			ve.Add(field("tenant_id"), "must be the same for every event")
-		}
-		if e.RunID == "" {
-			ve.Add(field("run_id"), "is required")
-		} else if e.RunID != first.RunID {
-			ve.Add(field("run_id"), "must be the same for every event")
-		}
-		if e.Seq < 1 {
-			ve.Add(field("seq"), "must be 1 or greater")
-		}
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckAppendRunEvents(events); err != nil {
 		return wrap(op, err)
 	}
+	first := events[0]
 	for i := 1; i < len(events); i++ {
 		if events[i].Seq <= events[i-1].Seq {
 			return fmt.Errorf("postgres: %s: run %s: seq %d not greater than %d: %w",
@@ -124,7 +107,7 @@ func (r *runEventRepo) ListRunEvents(ctx context.Context, tenantID, runID string
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.RunEvent, error) {
+	out, err := collect(rows, func(row pgx.Row) (domain.RunEvent, error) {
 		var e domain.RunEvent
 		var data []byte
 		err := row.Scan(&e.TenantID, &e.RunID, &e.SessionID, &e.MessageID, &e.Seq, &e.Type, &e.Time, &data)
@@ -135,9 +118,6 @@ func (r *runEventRepo) ListRunEvents(ctx context.Context, tenantID, runID string
 	})
 	if err != nil {
 		return nil, wrap(op, err)
-	}
-	if out == nil {
-		out = []domain.RunEvent{}
 	}
 	return out, nil
 }
@@ -162,14 +142,7 @@ func (r *runEventRepo) SubscribeRunEvents(ctx context.Context, tenantID, runID s
 	if err := checkCtx(ctx, op); err != nil {
 		return nil, nil, err
 	}
-	var ve domain.ValidationError
-	if tenantID == "" {
-		ve.Add("tenant_id", "is required")
-	}
-	if runID == "" {
-		ve.Add("run_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckSubscribeRunEvents(tenantID, runID); err != nil {
 		return nil, nil, wrap(op, err)
 	}
 	ch, stop, err := r.st().notify.subscribe(ctx, runKey{tenantID, runID})

@@ -14,9 +14,9 @@ type sessionRepo Store
 
 func (r *sessionRepo) st() *Store { return (*Store)(r) }
 
-// CreateSession implements domain.SessionRepository. Validation and
-// defaults match domain/memory: sess.ID must pass domain.ValidID, tenant
-// and owner are required, a zero CreatedAt becomes the current time and a
+// CreateSession implements domain.SessionRepository. Input is checked by
+// domain.CheckCreateSession (sess.ID must pass domain.ValidID, tenant
+// and owner are required); defaults match domain/memory: a zero CreatedAt becomes the current time and a
 // zero UpdatedAt becomes CreatedAt (written back to sess). Ids are scoped
 // by tenant: an id used in the same tenant yields domain.ErrConflict.
 func (r *sessionRepo) CreateSession(ctx context.Context, sess *domain.Session) error {
@@ -24,20 +24,7 @@ func (r *sessionRepo) CreateSession(ctx context.Context, sess *domain.Session) e
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if sess == nil {
-		return wrap(op, domain.Invalid("session", "is required"))
-	}
-	var ve domain.ValidationError
-	if !domain.ValidID(sess.ID) {
-		ve.Add("session.id", "must be a UUID")
-	}
-	if sess.TenantID == "" {
-		ve.Add("session.tenant_id", "is required")
-	}
-	if sess.OwnerID == "" {
-		ve.Add("session.owner_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckCreateSession(sess); err != nil {
 		return wrap(op, err)
 	}
 	created, updated := sess.CreatedAt, sess.UpdatedAt
@@ -128,12 +115,8 @@ func (r *sessionRepo) ListSessions(ctx context.Context, tenantID, ownerID string
 	if err != nil {
 		return domain.Page[domain.Session]{}, wrap(op, err)
 	}
-	items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Session, error) { return scanSession(row) })
-	if err != nil {
+	if page.Items, err = collect(rows, scanSession); err != nil {
 		return domain.Page[domain.Session]{}, wrap(op, err)
-	}
-	if items != nil {
-		page.Items = items
 	}
 	return page, nil
 }

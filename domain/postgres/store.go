@@ -231,6 +231,19 @@ func limitArg(n int) *int64 {
 	return &v
 }
 
+// collect reads every row of rows with scan. The result is never nil:
+// no rows make an empty slice, as the repository interfaces promise.
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []T{}
+	}
+	return out, nil
+}
+
 func now() time.Time { return time.Now().UTC() }
 
 func checkCtx(ctx context.Context, op string) error {

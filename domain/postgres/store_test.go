@@ -11,6 +11,7 @@ import (
 
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -33,7 +34,7 @@ func seedGenerating(t *testing.T, r domain.Repositories, tenant string) (domain.
 // message each, on a pool with enough connections for them to really
 // race in the server: exactly one wins.
 func TestClaimRace100(t *testing.T) {
-	p := newPool(t, 40)
+	p := pgtest.NewPool(t, 40)
 	s := newStoreOn(t, p, postgres.Options{})
 	r := s.Repositories()
 	for _, c := range []struct {
@@ -330,7 +331,7 @@ func equalStrings(a, b []string) bool {
 // of its own.
 func TestExample(t *testing.T) {
 	p := testPool(t)
-	total, title, err := exampleRun(t.Context(), p, freshSchema(t, p))
+	total, title, err := exampleRun(t.Context(), p, pgtest.Schema(t, p))
 	if err != nil || total != 1 || title != "Q3 revenue" {
 		t.Fatalf("exampleRun = %d, %q, %v; want 1, \"Q3 revenue\"", total, title, err)
 	}

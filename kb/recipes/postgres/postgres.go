@@ -107,6 +107,17 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, scope kb.Scope) error {
 	return err
 }
 
+// inScope runs fn in a transaction that holds the scope's lock, so the
+// writers of one scope (in this process or another) take turns.
+func (s *Store) inScope(ctx context.Context, scope kb.Scope, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.lock(ctx, tx, scope); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // nextUse returns the scope's next used_seq; the scope lock is held.
 func (s *Store) nextUse(ctx context.Context, tx pgx.Tx, scope kb.Scope) (int64, error) {
 	var n int64
@@ -146,10 +157,7 @@ func (s *Store) SaveRecipe(ctx context.Context, scope kb.Scope, n recipes.NewRec
 	names := n.DatasetNames()
 	vec := recipes.Embed(ctx, s.embedder, question)
 	var out recipes.Recipe
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lock(ctx, tx, scope); err != nil {
-			return err
-		}
+	err := s.inScope(ctx, scope, func(tx pgx.Tx) error {
 		use, err := s.nextUse(ctx, tx, scope)
 		if err != nil {
 			return err
@@ -211,10 +219,7 @@ func (s *Store) Recall(ctx context.Context, scope kb.Scope, q recipes.Query) ([]
 	}
 	vec := recipes.Embed(ctx, s.embedder, q.Question)
 	out := []recipes.Match{}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lock(ctx, tx, scope); err != nil {
-			return err
-		}
+	err = s.inScope(ctx, scope, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, s.q(`SELECT `+cols+` FROM {T} WHERE tenant_id = $1 AND ontology = $2`),
 			scope.TenantID, scope.Ontology)
 		if err != nil {
@@ -266,10 +271,7 @@ func (s *Store) RecordSuccess(ctx context.Context, scope kb.Scope, id string) (r
 		return recipes.Recipe{}, err
 	}
 	var out recipes.Recipe
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lock(ctx, tx, scope); err != nil {
-			return err
-		}
+	err := s.inScope(ctx, scope, func(tx pgx.Tx) error {
 		use, err := s.nextUse(ctx, tx, scope)
 		if err != nil {
 			return err
@@ -372,10 +374,7 @@ func (s *Store) Restore(ctx context.Context, scope kb.Scope, rs []recipes.Recipe
 		lastUsed time.Time
 		restored *recipes.Recipe
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lock(ctx, tx, scope); err != nil {
-			return err
-		}
+	err := s.inScope(ctx, scope, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, s.q(`SELECT id, fingerprint, question_key, last_used_at FROM {T}
 			WHERE tenant_id = $1 AND ontology = $2 ORDER BY used_seq DESC`), scope.TenantID, scope.Ontology)
 		if err != nil {

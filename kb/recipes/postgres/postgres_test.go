@@ -1,68 +1,24 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/bichat-go/bichat/domain"
 	dpg "github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/internal/pgtest"
 	"github.com/bichat-go/bichat/kb"
 	"github.com/bichat-go/bichat/kb/recipes"
 	"github.com/bichat-go/bichat/kb/recipes/postgres"
 	"github.com/bichat-go/bichat/kb/recipes/recipestest"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-var (
-	poolOnce sync.Once
-	pool     *pgxpool.Pool
-	poolErr  error
-)
-
-func testPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	dsn := os.Getenv("BICHAT_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("BICHAT_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("BICHAT_TEST_POSTGRES_DSN is not set and BICHAT_REQUIRE_INTEGRATION=1: run make setup and source .ci/test.env")
-		}
-		t.Skip("PostgreSQL integration test: set BICHAT_TEST_POSTGRES_DSN (see .ci/test.env) to run it")
-	}
-	poolOnce.Do(func() {
-		cfg, err := pgxpool.ParseConfig(dsn)
-		if err != nil {
-			poolErr = err
-			return
-		}
-		cfg.MaxConns = 12
-		pool, poolErr = pgxpool.NewWithConfig(context.Background(), cfg)
-	})
-	if poolErr != nil {
-		t.Fatalf("connect to the test server: %v", poolErr)
-	}
-	return pool
-}
-
-// freshSchema migrates a new schema, dropped when the test ends.
+// freshSchema migrates a schema of its own for t, dropped when t ends.
 func freshSchema(t *testing.T, p *pgxpool.Pool) string {
 	t.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "bichat_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := p.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop test schema %s: %v", schema, err)
-		}
-	})
+	schema := pgtest.Schema(t, p)
 	if err := dpg.Migrate(t.Context(), p, schema); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -70,7 +26,7 @@ func freshSchema(t *testing.T, p *pgxpool.Pool) string {
 }
 
 func TestStore(t *testing.T) {
-	p := testPool(t)
+	p := pgtest.SharedPool(t, 12)
 	recipestest.RunStoreTests(t, func(t *testing.T, e kb.Embedder, opts recipes.Options) recipes.Store {
 		s, err := postgres.New(p, e, postgres.Options{Schema: freshSchema(t, p), Capacity: opts.Capacity, Now: opts.Now})
 		if err != nil {
@@ -84,7 +40,7 @@ func TestStore(t *testing.T) {
 // deployment) see each other's recipes, and their concurrent saves keep
 // the capacity.
 func TestSharedAcrossStores(t *testing.T) {
-	p := testPool(t)
+	p := pgtest.SharedPool(t, 12)
 	schema := freshSchema(t, p)
 	scope := kb.Scope{TenantID: "acme", Ontology: "sales"}
 	ds := []domain.Dataset{{Name: "sales.orders", Source: "sales.orders", Fields: []domain.Field{{Name: "id", Type: "bigint"}}}}

@@ -108,7 +108,10 @@ var (
 	scopeB = kb.Scope{TenantID: "tenant-b", Ontology: "sales"}
 )
 
-func orders() domain.Dataset {
+// Orders returns the sales.orders dataset the suite saves recipes on:
+// four typed columns and a relationship to sales.customers. Each call
+// returns a new value, free to modify.
+func Orders() domain.Dataset {
 	return domain.Dataset{
 		Name: "sales.orders", Source: "sales.orders", Kind: "table", Description: "One row per order.",
 		Fields: []domain.Field{
@@ -121,14 +124,18 @@ func orders() domain.Dataset {
 	}
 }
 
-func customers() domain.Dataset {
+// Customers returns the sales.customers dataset of the suite (three
+// columns). Each call returns a new value.
+func Customers() domain.Dataset {
 	return domain.Dataset{
 		Name: "sales.customers", Source: "sales.customers",
 		Fields: []domain.Field{{Name: "id", Type: "bigint"}, {Name: "region", Type: "text"}, {Name: "name", Type: "text"}},
 	}
 }
 
-func products() domain.Dataset {
+// Products returns the sales.products dataset of the suite (two
+// columns). Each call returns a new value.
+func Products() domain.Dataset {
 	return domain.Dataset{Name: "sales.products", Source: "sales.products", Fields: []domain.Field{{Name: "id", Type: "bigint"}, {Name: "category", Type: "text"}}}
 }
 
@@ -137,7 +144,9 @@ func newWithClock(t *testing.T, newStore NewStore, e kb.Embedder, capacity int) 
 	return newStore(t, e, recipes.Options{Capacity: capacity, Now: c.Now})
 }
 
-func save(t *testing.T, m recipes.Store, scope kb.Scope, q string, sql string, ds ...domain.Dataset) recipes.Recipe {
+// Save saves, in scope of m, a recipe answering question q with the one
+// statement sql over ds, and returns it; an error stops the test.
+func Save(t *testing.T, m recipes.Store, scope kb.Scope, q string, sql string, ds ...domain.Dataset) recipes.Recipe {
 	t.Helper()
 	r, err := m.SaveRecipe(t.Context(), scope, recipes.NewRecipe{Question: q, SQL: []string{sql}, Datasets: ds})
 	if err != nil {
@@ -146,7 +155,8 @@ func save(t *testing.T, m recipes.Store, scope kb.Scope, q string, sql string, d
 	return r
 }
 
-func questions(ms []recipes.Match) []string {
+// Questions returns the questions of the recipes in ms, in order.
+func Questions(ms []recipes.Match) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Recipe.Question
@@ -174,22 +184,24 @@ func sameRecipes(a, b []recipes.Recipe) bool {
 func testSave(t *testing.T, newStore NewStore) {
 	m := newWithClock(t, newStore, &wordEmbedder{dims: 64}, 0)
 	ctx := t.Context()
-	r := save(t, m, scopeA, "  Revenue by region last quarter ", "SELECT region, sum(total) FROM ...", orders(), customers())
+	r := Save(t, m, scopeA, "  Revenue by region last quarter ", "SELECT region, sum(total) FROM ...", Orders(), Customers())
 	if r.ID == "" || r.Question != "Revenue by region last quarter" || r.SuccessCount != 1 || len(r.Embedding) != 64 ||
 		!slices.Equal(r.Datasets, []string{"sales.customers", "sales.orders"}) ||
-		r.Fingerprint != recipes.Fingerprint([]domain.Dataset{customers(), orders()}) || r.CreatedAt.IsZero() || !r.LastUsedAt.Equal(r.CreatedAt) {
+		r.Fingerprint != recipes.Fingerprint([]domain.Dataset{Customers(), Orders()}) || r.CreatedAt.IsZero() || !r.LastUsedAt.Equal(r.CreatedAt) {
 		t.Errorf("saved %+v", r)
 	}
-	again, err := m.SaveRecipe(ctx, scopeA, recipes.NewRecipe{Question: "revenue by region, last quarter?", SQL: []string{"SELECT 2", "SELECT 3"}, Datasets: []domain.Dataset{customers(), orders()}})
+	// The same question (case, spacing, punctuation aside) on the same
+	// schema updates the recipe.
+	again, err := m.SaveRecipe(ctx, scopeA, recipes.NewRecipe{Question: "revenue by region, last quarter?", SQL: []string{"SELECT 2", "SELECT 3"}, Datasets: []domain.Dataset{Customers(), Orders()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.ID != r.ID || again.SuccessCount != 2 || !slices.Equal(again.SQL, []string{"SELECT 2", "SELECT 3"}) || !again.LastUsedAt.After(r.LastUsedAt) || !again.CreatedAt.Equal(r.CreatedAt) {
 		t.Errorf("re-save = %+v", again)
 	}
-	o := orders()
+	o := Orders()
 	o.Fields[2].Name = "amount"
-	other := save(t, m, scopeA, "Revenue by region last quarter", "SELECT region, sum(amount) FROM ...", o, customers())
+	other := Save(t, m, scopeA, "Revenue by region last quarter", "SELECT region, sum(amount) FROM ...", o, Customers())
 	if other.ID == r.ID {
 		t.Error("a changed schema updated the old recipe")
 	}
@@ -201,20 +213,20 @@ func testSave(t *testing.T, newStore NewStore) {
 		t.Errorf("RecordSuccess = %+v, %v", got, err)
 	}
 	for name, n := range map[string]recipes.NewRecipe{
-		"no question":    {SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{orders()}},
-		"no sql":         {Question: "q", Datasets: []domain.Dataset{orders()}},
-		"blank sql":      {Question: "q", SQL: []string{" "}, Datasets: []domain.Dataset{orders()}},
+		"no question":    {SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{Orders()}},
+		"no sql":         {Question: "q", Datasets: []domain.Dataset{Orders()}},
+		"blank sql":      {Question: "q", SQL: []string{" "}, Datasets: []domain.Dataset{Orders()}},
 		"no datasets":    {Question: "q", SQL: []string{"SELECT 1"}},
-		"dup datasets":   {Question: "q", SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{orders(), orders()}},
+		"dup datasets":   {Question: "q", SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{Orders(), Orders()}},
 		"unnamed":        {Question: "q", SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{{Source: "x"}}},
-		"long question":  {Question: strings.Repeat("q", recipes.MaxQuestionLength+1), SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{orders()}},
-		"too many stmts": {Question: "q", SQL: slices.Repeat([]string{"SELECT 1"}, recipes.MaxStatements+1), Datasets: []domain.Dataset{orders()}},
+		"long question":  {Question: strings.Repeat("q", recipes.MaxQuestionLength+1), SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{Orders()}},
+		"too many stmts": {Question: "q", SQL: slices.Repeat([]string{"SELECT 1"}, recipes.MaxStatements+1), Datasets: []domain.Dataset{Orders()}},
 	} {
 		if _, err := m.SaveRecipe(ctx, scopeA, n); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := m.SaveRecipe(ctx, kb.Scope{}, recipes.NewRecipe{Question: "q", SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{orders()}}); !errors.Is(err, domain.ErrInvalid) {
+	if _, err := m.SaveRecipe(ctx, kb.Scope{}, recipes.NewRecipe{Question: "q", SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{Orders()}}); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("empty scope: %v", err)
 	}
 	if list, _ := m.List(ctx, scopeA); len(list) != 2 {
@@ -228,11 +240,11 @@ func testSave(t *testing.T, newStore NewStore) {
 func testRecallRanking(t *testing.T, newStore NewStore) {
 	m := newWithClock(t, newStore, &wordEmbedder{dims: 256}, 0)
 	ctx := t.Context()
-	save(t, m, scopeA, "revenue by region last quarter", "SELECT 1", orders(), customers())
-	save(t, m, scopeA, "top product categories by units", "SELECT 2", products())
-	save(t, m, scopeA, "number of customers per region", "SELECT 3", customers())
-	save(t, m, scopeA, "average order value per month", "SELECT 4", orders())
-	inView := []domain.Dataset{orders(), customers(), products()}
+	Save(t, m, scopeA, "revenue by region last quarter", "SELECT 1", Orders(), Customers())
+	Save(t, m, scopeA, "top product categories by units", "SELECT 2", Products())
+	Save(t, m, scopeA, "number of customers per region", "SELECT 3", Customers())
+	Save(t, m, scopeA, "average order value per month", "SELECT 4", Orders())
+	inView := []domain.Dataset{Orders(), Customers(), Products()}
 
 	got, err := m.Recall(ctx, scopeA, recipes.Query{Question: "What was revenue by region in the last quarter?", Datasets: inView})
 	if err != nil {
@@ -249,11 +261,14 @@ func testRecallRanking(t *testing.T, newStore NewStore) {
 	if got[0].Similarity < 0.7 || got[0].Similarity > 1.0001 {
 		t.Errorf("similarity %v", got[0].Similarity)
 	}
-	changed := orders()
+	// Fingerprint first: change the orders schema. The revenue recipe (and
+	// the order value one) are now stale and drop below every schema
+	// match, however similar.
+	changed := Orders()
 	changed.Fields[2].Type = "double precision"
-	view := []domain.Dataset{changed, customers(), products()}
+	view := []domain.Dataset{changed, Customers(), Products()}
 	got, _ = m.Recall(ctx, scopeA, recipes.Query{Question: "revenue by region last quarter", Datasets: view, K: 4})
-	if qs := questions(got); len(got) != 4 || qs[2] != "revenue by region last quarter" || got[2].SchemaMatch || got[3].SchemaMatch || got[2].Similarity < 0.99 {
+	if qs := Questions(got); len(got) != 4 || qs[2] != "revenue by region last quarter" || got[2].SchemaMatch || got[3].SchemaMatch || got[2].Similarity < 0.99 {
 		t.Errorf("stale recipes not after the schema matches: %v", qs)
 	}
 	for _, g := range got[:2] {
@@ -262,17 +277,17 @@ func testRecallRanking(t *testing.T, newStore NewStore) {
 		}
 	}
 	got, _ = m.Recall(ctx, scopeA, recipes.Query{Question: "revenue by region last quarter", Datasets: view, K: 10, RequireSchemaMatch: true})
-	if qs := questions(got); len(qs) != 2 || slices.Contains(qs, "revenue by region last quarter") || slices.Contains(qs, "average order value per month") {
+	if qs := Questions(got); len(qs) != 2 || slices.Contains(qs, "revenue by region last quarter") || slices.Contains(qs, "average order value per month") {
 		t.Errorf("RequireSchemaMatch = %v", qs)
 	}
-	got, _ = m.Recall(ctx, scopeA, recipes.Query{Question: "categories", Datasets: []domain.Dataset{customers()}, K: 10})
+	got, _ = m.Recall(ctx, scopeA, recipes.Query{Question: "categories", Datasets: []domain.Dataset{Customers()}, K: 10})
 	for _, g := range got {
 		if g.SchemaMatch != (g.Recipe.Question == "number of customers per region") {
 			t.Errorf("%q schema match = %v", g.Recipe.Question, g.SchemaMatch)
 		}
 	}
 	got, _ = m.Recall(ctx, scopeA, recipes.Query{Question: "product categories", Datasets: inView, MinSimilarity: 0.3})
-	if qs := questions(got); !slices.Equal(qs, []string{"top product categories by units"}) {
+	if qs := Questions(got); !slices.Equal(qs, []string{"top product categories by units"}) {
 		t.Errorf("MinSimilarity 0.3 = %v", qs)
 	}
 	if _, err := m.Recall(ctx, scopeA, recipes.Query{Question: "x", K: -1}); !errors.Is(err, domain.ErrInvalid) {
@@ -286,23 +301,25 @@ func testRecallRanking(t *testing.T, newStore NewStore) {
 func testEviction(t *testing.T, newStore NewStore) {
 	m := newWithClock(t, newStore, &wordEmbedder{dims: 32}, 3)
 	ctx := t.Context()
-	r1 := save(t, m, scopeA, "first question", "SELECT 1", orders())
-	r2 := save(t, m, scopeA, "second question", "SELECT 2", orders())
-	r3 := save(t, m, scopeA, "third question", "SELECT 3", orders())
+	r1 := Save(t, m, scopeA, "first question", "SELECT 1", Orders())
+	r2 := Save(t, m, scopeA, "second question", "SELECT 2", Orders())
+	r3 := Save(t, m, scopeA, "third question", "SELECT 3", Orders())
+	// Recall uses r1; Get does not count as a use.
 	if got, _ := m.Recall(ctx, scopeA, recipes.Query{Question: "first", K: 1}); len(got) != 1 || got[0].Recipe.ID != r1.ID {
 		t.Fatalf("recall = %v", got)
 	}
 	if _, err := m.Get(ctx, scopeA, r2.ID); err != nil {
 		t.Fatal(err)
 	}
-	save(t, m, scopeA, "fourth question", "SELECT 4", orders())
+	Save(t, m, scopeA, "fourth question", "SELECT 4", Orders())
 	if _, err := m.Get(ctx, scopeA, r2.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("r2 (least recently used) survived: %v", err)
 	}
+	// Use order is now r4, r1, r3; RecordSuccess uses r3, so r1 goes next.
 	if _, err := m.RecordSuccess(ctx, scopeA, r3.ID); err != nil {
 		t.Fatal(err)
 	}
-	save(t, m, scopeA, "fifth question", "SELECT 5", orders())
+	Save(t, m, scopeA, "fifth question", "SELECT 5", Orders())
 	list, _ := m.List(ctx, scopeA)
 	var got []string
 	for _, r := range list {
@@ -311,8 +328,9 @@ func testEviction(t *testing.T, newStore NewStore) {
 	if !slices.Equal(got, []string{"fifth question", "third question", "fourth question"}) {
 		t.Errorf("after evictions, most recent first: %v", got)
 	}
+	// Capacity is per scope.
 	for i := range 3 {
-		save(t, m, scopeB, fmt.Sprintf("b question %d", i), "SELECT 1", orders())
+		Save(t, m, scopeB, fmt.Sprintf("b question %d", i), "SELECT 1", Orders())
 	}
 	if list, _ := m.List(ctx, scopeA); len(list) != 3 {
 		t.Errorf("scope B's saves evicted from A: %d left", len(list))
@@ -322,9 +340,9 @@ func testEviction(t *testing.T, newStore NewStore) {
 func testScopeIsolation(t *testing.T, newStore NewStore) {
 	m := newWithClock(t, newStore, &wordEmbedder{dims: 64}, 0)
 	ctx := t.Context()
-	a := save(t, m, scopeA, "revenue by region", "SELECT a", orders(), customers())
-	b := save(t, m, scopeB, "revenue by region", "SELECT b", orders(), customers())
-	secret := save(t, m, scopeA, "board bonus payouts", "SELECT secret", orders())
+	a := Save(t, m, scopeA, "revenue by region", "SELECT a", Orders(), Customers())
+	b := Save(t, m, scopeB, "revenue by region", "SELECT b", Orders(), Customers())
+	secret := Save(t, m, scopeA, "board bonus payouts", "SELECT secret", Orders())
 	if a.ID == b.ID {
 		t.Fatal("two tenants share a recipe")
 	}
@@ -372,12 +390,12 @@ func testScopeIsolation(t *testing.T, newStore NewStore) {
 func testEmbedderFailure(t *testing.T, newStore NewStore) {
 	m := newWithClock(t, newStore, &wordEmbedder{dims: 64, fail: true}, 0)
 	ctx := t.Context()
-	r := save(t, m, scopeA, "revenue by region last quarter", "SELECT 1", orders())
-	save(t, m, scopeA, "count of products per category", "SELECT 2", products())
+	r := Save(t, m, scopeA, "revenue by region last quarter", "SELECT 1", Orders())
+	Save(t, m, scopeA, "count of products per category", "SELECT 2", Products())
 	if r.Embedding != nil {
 		t.Errorf("embedding %v from a failing embedder", r.Embedding)
 	}
-	got, err := m.Recall(ctx, scopeA, recipes.Query{Question: "Revenue by region?", Datasets: []domain.Dataset{orders(), products()}})
+	got, err := m.Recall(ctx, scopeA, recipes.Query{Question: "Revenue by region?", Datasets: []domain.Dataset{Orders(), Products()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +403,7 @@ func testEmbedderFailure(t *testing.T, newStore NewStore) {
 		t.Errorf("word fallback = %+v", got)
 	}
 	plain := newStore(t, nil, recipes.Options{})
-	save(t, plain, scopeA, "revenue by region", "SELECT 1", orders())
+	Save(t, plain, scopeA, "revenue by region", "SELECT 1", Orders())
 	if got, _ := plain.Recall(ctx, scopeA, recipes.Query{Question: "revenue by region"}); len(got) != 1 || got[0].Similarity != 1 {
 		t.Errorf("nil embedder = %+v", got)
 	}
@@ -397,14 +415,14 @@ func testConcurrentUse(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			for i := range 30 {
+			for i := range 50 {
 				scope := []kb.Scope{scopeA, scopeB}[i%2]
-				r, err := m.SaveRecipe(ctx, scope, recipes.NewRecipe{Question: fmt.Sprintf("question %d from %d", i, g), SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{orders()}})
+				r, err := m.SaveRecipe(ctx, scope, recipes.NewRecipe{Question: fmt.Sprintf("question %d from %d", i, g), SQL: []string{"SELECT 1"}, Datasets: []domain.Dataset{Orders()}})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := m.Recall(ctx, scope, recipes.Query{Question: "question", Datasets: []domain.Dataset{orders()}}); err != nil {
+				if _, err := m.Recall(ctx, scope, recipes.Query{Question: "question", Datasets: []domain.Dataset{Orders()}}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -424,9 +442,11 @@ func testRestore(t *testing.T, newStore NewStore) {
 	ctx := t.Context()
 	src := newWithClock(t, newStore, &wordEmbedder{dims: 32}, 0)
 	for _, q := range []string{"one", "two", "three", "four"} {
-		save(t, src, scopeA, q+" question", "SELECT "+q, orders())
+		Save(t, src, scopeA, q+" question", "SELECT "+q, Orders())
 	}
 	saved, _ := src.List(ctx, scopeA) // most recent first: four, three, two, one
+	// Restore into a fresh store with room for three: the least recently
+	// used ("one") is dropped, order and fields survive.
 	dst := newWithClock(t, newStore, &wordEmbedder{dims: 32}, 3)
 	shuffled := []recipes.Recipe{saved[2], saved[0], saved[3], saved[1]}
 	if err := dst.Restore(ctx, scopeA, shuffled); err != nil {
@@ -436,11 +456,11 @@ func testRestore(t *testing.T, newStore NewStore) {
 	if !sameRecipes(got, saved[:3]) {
 		t.Errorf("restored:\n%v\nwant\n%v", got, saved[:3])
 	}
-	m, err := dst.Recall(ctx, scopeA, recipes.Query{Question: "four question", Datasets: []domain.Dataset{orders()}, K: 1})
+	m, err := dst.Recall(ctx, scopeA, recipes.Query{Question: "four question", Datasets: []domain.Dataset{Orders()}, K: 1})
 	if err != nil || len(m) != 1 || m[0].Recipe.ID != saved[0].ID || !m[0].SchemaMatch {
 		t.Errorf("recall after restore = %v, %v", m, err)
 	}
-	if r := save(t, dst, scopeA, "four question", "SELECT 4", orders()); r.ID != saved[0].ID || r.SuccessCount != 2 {
+	if r := Save(t, dst, scopeA, "four question", "SELECT 4", Orders()); r.ID != saved[0].ID || r.SuccessCount != 2 {
 		t.Errorf("re-save after restore = %+v", r)
 	}
 	bad := saved[0]
@@ -474,18 +494,23 @@ func testRestore(t *testing.T, newStore NewStore) {
 	}
 }
 
+// testTiesByContent: two stores holding the same recipes, saved in
+// opposite orders (so under different random ids), recall them in the
+// same order when their similarities, counts and times tie, with the
+// word-overlap similarity (exact ties) and with the offline embedder.
 func testTiesByContent(t *testing.T, newStore NewStore) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fixed := func() time.Time { return at }
 	words := []string{"revenue", "region", "quarter", "customer", "month"}
 	var qs []string
 	for i := range words {
+		// Rotations of the same words: every pair ties on word overlap.
 		qs = append(qs, strings.Join(append(slices.Clone(words[i:]), words[:i]...), " "))
 	}
-	for i := range 10 {
+	for i := range 20 {
 		qs = append(qs, fmt.Sprintf("%s by %s %d", words[i%5], words[(i/5)%5], i%3))
 	}
-	dsets := [][]domain.Dataset{{orders()}, {customers()}, {orders(), customers()}}
+	dsets := [][]domain.Dataset{{Orders()}, {Customers()}, {Orders(), Customers()}}
 	for _, e := range []kb.Embedder{nil, kb.NewHashEmbedder(kb.HashEmbedderOptions{Dimensions: 32})} {
 		var stores [2]recipes.Store
 		for mi := range stores {
@@ -510,12 +535,12 @@ func testTiesByContent(t *testing.T, newStore NewStore) {
 			return b.String()
 		}
 		for _, q := range append([]string{"revenue region", "customer month quarter"}, qs[:6]...) {
-			query := recipes.Query{Question: q, K: 12, Datasets: []domain.Dataset{orders(), customers()}}
+			query := recipes.Query{Question: q, K: 12, Datasets: []domain.Dataset{Orders(), Customers()}}
 			want, err := stores[0].Recall(t.Context(), scopeA, query)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for run := range 3 {
+			for run := range 10 {
 				for mi, m := range stores {
 					got, err := m.Recall(t.Context(), scopeA, query)
 					if err != nil {
