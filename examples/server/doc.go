@@ -90,9 +90,22 @@
 // coordination. Any replica can take any request; no sticky sessions are
 // needed. A run belongs to the replica that started it, which renews its
 // lease; a browser that reconnects to another replica watches it there
-// through the run log (woken by LISTEN/NOTIFY). When a replica dies, the
-// reaper of any other fails its runs after one lease with
-// message_error "lease_expired", and the chat takes a new question.
+// through the run log (woken by LISTEN/NOTIFY). Questions and
+// confirmations are kept in the database too, so they can be answered on
+// any replica. When a replica dies, the reaper of any other (every
+// replica runs one, sweeping every third of the lease) fails its runs
+// within about one lease with message_error "lease_expired", and the chat
+// takes a new question. A replica stopped with SIGTERM or Ctrl-C ends its
+// own runs as "shutdown" instead of leaving them to the reaper.
+//
+// TestReplicas checks this with Docker: it builds the server as a static
+// binary (CGO_ENABLED=0), imports it as an image with docker import and
+// runs three containers on one PostgreSQL schema with -lease 2s. It
+// answers a question and a confirmation on another replica than the one
+// that asked, kills a replica in the middle of an answer watched through
+// another and measures the time to message_error there (about two
+// seconds; the test allows eight), and stops one with SIGTERM (its
+// watcher elsewhere gets "shutdown" at once).
 //
 // The browser test (TestBrowser) drives the page in headless Chromium with
 // github.com/chromedp/chromedp; .ci/setup.d/40-chromium.sh installs
