@@ -88,6 +88,14 @@
 //   - Close (a graceful shutdown) cancels the process's runs and records
 //     them as failed with code "shutdown".
 //
+// A batch is encoded into one buffer that is reused for the next batch,
+// so a host's RunEventRepository must copy what it keeps (the
+// AppendRunEvents contract). Under load, runs starting in this process
+// come first: while a Send is preparing a run that has not published its
+// first event yet, runs already streaming yield the processor every
+// other event, so with many runs started at once each one's first event
+// is not queued behind the others' answers.
+//
 // What is kept where, with the defaults (all of it in process memory,
 // lost on restart, unless the host supplies durable stores such as
 // domain/postgres):

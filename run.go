@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bichat-go/bichat/agents"
@@ -15,6 +16,37 @@ import (
 // watcher that falls further behind catches up from the run log, which
 // holds every event older than the last batch (runLogBatch < ringSize).
 const ringSize = 256
+
+// startsPending counts the runs of this process that were asked for (a
+// Send is preparing them) and have not published their first event yet.
+// While it is above zero, runs that are streaming yield the processor
+// every startYieldEvery events, so that under load the new runs' first
+// events come before the rest of the runs already under way: with 1,000
+// runs started at once on two cores, the last first event otherwise
+// waits for most runs to finish. The count is process-wide, as the
+// processor is. Yielding costs a little CPU, and only while runs start.
+var startsPending atomic.Int64
+
+// startYieldEvery is how often (in events) a streaming run yields while
+// runs are starting.
+const startYieldEvery = 2
+
+// pendingStart is one run counted in startsPending.
+type pendingStart struct{ done atomic.Bool }
+
+// beginStart counts a run in startsPending until end is called.
+func beginStart() *pendingStart {
+	startsPending.Add(1)
+	return &pendingStart{}
+}
+
+// end stops counting the run; calls after the first, and on nil, do
+// nothing.
+func (p *pendingStart) end() {
+	if p != nil && p.done.CompareAndSwap(false, true) {
+		startsPending.Add(-1)
+	}
+}
 
 // ErrClosed is returned by Send, Resume, Approve and Deny after Close.
 var ErrClosed = errors.New("bichat: service is closed")
@@ -38,7 +70,7 @@ var (
 	stopLeaseLost = &runStop{"lease_expired", leaseExpiredMessage}
 )
 
-// ringItem is one element of a live run's stream.
+// ringItem is one element of the end of a live run's stream.
 type ringItem struct {
 	ev  agents.Event
 	err error
@@ -48,18 +80,21 @@ type ringItem struct {
 }
 
 // liveRun is a run executing in this process: its cancel function and a
-// broadcaster of its stream (a ring of recent items and the watchers to
-// wake).
+// broadcaster of its stream (a ring of recent events, the final items and
+// the watchers to wake).
 type liveRun struct {
 	id, messageID, sessionID, tenantID string
 	ctx                                context.Context
 	cancel                             context.CancelCauseFunc
 	stopLife                           func() bool
 
-	mu   sync.Mutex
-	buf  []ringItem // item i at buf[i%ringSize], for n-len(buf) <= i < n
-	n    int64
-	done bool
+	mu sync.Mutex
+	// The stream is events 0..nev-1 then tail: event i is at
+	// buf[i%ringSize] for nev-len(buf) <= i < nev.
+	buf  []agents.Event
+	nev  int64
+	tail []ringItem // the final items (terminal event, errors)
+	done bool       // tail is set: the stream is complete
 	subs map[*watcher]struct{}
 	// finished is closed after the run's outcome and terminal event are
 	// recorded and published.
@@ -74,8 +109,7 @@ type watcher struct {
 	starter bool  // the stream of the call that started the run
 	// pace, for a starter that owns its run (CancelOnStop), acknowledges
 	// each event: the run waits for it, so it is never ahead of its loop.
-	pace    chan struct{}
-	scratch []ringItem
+	pace chan struct{}
 }
 
 // newLive registers a run of this process before it is claimed, so
@@ -140,31 +174,54 @@ func (s *Service) liveByMessage(messageID string) *liveRun {
 	return s.byMsg[messageID]
 }
 
-// publish adds items to the ring and wakes the watchers; final marks the
-// end of the stream.
-func (r *liveRun) publish(final bool, items ...ringItem) {
+// publish adds ev to the ring and wakes the watchers.
+func (r *liveRun) publish(ev agents.Event) {
 	r.mu.Lock()
-	for _, it := range items {
-		if len(r.buf) < ringSize {
-			r.buf = append(r.buf, it)
-		} else {
-			r.buf[r.n%ringSize] = it
-		}
-		r.n++
+	if r.buf == nil {
+		r.buf = make([]agents.Event, 0, ringSize)
 	}
-	if final {
-		r.done = true
+	if len(r.buf) < ringSize {
+		r.buf = append(r.buf, ev)
+	} else {
+		r.buf[r.nev%ringSize] = ev
 	}
+	r.nev++
+	r.wake()
+	r.mu.Unlock()
+}
+
+// publishEnd ends the stream with the items of tail and wakes the
+// watchers.
+func (r *liveRun) publishEnd(tail []ringItem) {
+	r.mu.Lock()
+	r.tail = tail
+	r.done = true
+	r.wake()
+	r.mu.Unlock()
+	close(r.finished)
+}
+
+// wake signals every watcher; the caller holds r.mu.
+func (r *liveRun) wake() {
 	for w := range r.subs {
 		select {
 		case w.sig <- struct{}{}:
 		default:
 		}
 	}
-	r.mu.Unlock()
-	if final {
-		close(r.finished)
+}
+
+// length is the number of items of the stream so far; the caller holds
+// r.mu.
+func (r *liveRun) length() int64 { return r.nev + int64(len(r.tail)) }
+
+// item returns item i of the stream, which must still be in the ring or
+// the tail; the caller holds r.mu.
+func (r *liveRun) item(i int64) ringItem {
+	if i >= r.nev {
+		return r.tail[i-r.nev]
 	}
+	return ringItem{ev: r.buf[i%ringSize]}
 }
 
 func (r *liveRun) subscribe(afterSeq int64, starter bool) *watcher {
@@ -196,27 +253,33 @@ const (
 // the missing events from the run log; events are deduplicated by seq,
 // so the stream has neither a gap nor a duplicate.
 func (s *Service) follow(ctx context.Context, r *liveRun, w *watcher, yield func(agents.Event, error) bool) followResult {
+	// Items are taken under the lock a few at a time (no buffer grows
+	// with the backlog) and yielded after it is released.
+	var batch [followBatch]ringItem
 	for {
 		r.mu.Lock()
-		if oldest := r.n - int64(len(r.buf)); w.pos < oldest {
+		if oldest := r.nev - int64(len(r.buf)); w.pos < oldest {
 			r.mu.Unlock()
 			if res, ok := s.catchUp(ctx, r, w, yield); !ok {
 				return res
 			}
 			r.mu.Lock()
-			w.pos = max(w.pos, r.n-int64(len(r.buf)))
+			w.pos = max(w.pos, r.nev-int64(len(r.buf)))
 			r.mu.Unlock()
 			continue
 		}
-		items := w.scratch[:0]
-		for i := w.pos; i < r.n; i++ {
-			items = append(items, r.buf[i%ringSize])
+		end := r.length()
+		k := 0
+		for ; w.pos < end && k < len(batch); k++ {
+			batch[k] = r.item(w.pos)
+			w.pos++
 		}
-		w.pos = r.n
-		done := r.done
+		caughtUp := w.pos == end
+		done := r.done && caughtUp
 		r.mu.Unlock()
-		for i, it := range items {
-			items[i] = ringItem{}
+		for i := range k {
+			it := batch[i]
+			batch[i] = ringItem{}
 			switch {
 			case it.err != nil:
 				if w.starter && !yield(nil, it.err) {
@@ -243,9 +306,11 @@ func (s *Service) follow(ctx context.Context, r *liveRun, w *watcher, yield func
 				}
 			}
 		}
-		w.scratch = items[:0]
 		if done {
 			return followEnded
+		}
+		if !caughtUp {
+			continue
 		}
 		select {
 		case <-w.sig:
@@ -254,6 +319,9 @@ func (s *Service) follow(ctx context.Context, r *liveRun, w *watcher, yield func
 		}
 	}
 }
+
+// followBatch is how many items follow takes from a live run at a time.
+const followBatch = 32
 
 // catchUp yields the run-log events after w.lastSeq, for a watcher that
 // fell out of the ring; ok is false when the watcher is done.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +34,7 @@ type runLog struct {
 	tenantID, runID, sessionID, msgID string
 
 	mu      sync.Mutex
-	pending []domain.RunEvent
-	spare   []domain.RunEvent
+	cur     *logBatch // the batch being filled; nil when none
 	timer   *time.Timer
 	armed   bool
 	lastSeq int64 // seq of the last event added
@@ -47,23 +47,75 @@ type runLog struct {
 	taken atomic.Bool
 }
 
+// logBatch is one batch of a run log: its rows, and their encoded events
+// one after the other in one buffer. Batches are reused across runs (a
+// RunEventRepository keeps no reference to what it is given), so writing
+// a run's log allocates nothing per event.
+type logBatch struct {
+	rows []domain.RunEvent // Data is set when the batch is written
+	ends []int             // rows[i]'s data is buf[ends[i-1]:ends[i]]
+	buf  []byte
+}
+
+// Sizes of pooled batches: a batch starts with room for runLogBatch
+// typical events, and one that grew past maxPooledBatch (an event with a
+// large payload) is left to the garbage collector.
+const (
+	batchBufSize   = 16 << 10
+	maxPooledBatch = 1 << 20
+)
+
+var batchPool = sync.Pool{New: func() any {
+	return &logBatch{rows: make([]domain.RunEvent, 0, runLogBatch), ends: make([]int, 0, runLogBatch),
+		buf: make([]byte, 0, batchBufSize)}
+}}
+
+func getBatch() *logBatch { return batchPool.Get().(*logBatch) }
+
+// putBatch empties b and returns it to the pool.
+func putBatch(b *logBatch) {
+	if cap(b.buf) > maxPooledBatch {
+		return
+	}
+	clear(b.rows)
+	b.rows, b.ends, b.buf = b.rows[:0], b.ends[:0], b.buf[:0]
+	batchPool.Put(b)
+}
+
+// seal points each row's Data at its encoded event.
+func (b *logBatch) seal() {
+	start := 0
+	for i, end := range b.ends {
+		b.rows[i].Data = b.buf[start:end:end]
+		start = end
+	}
+}
+
 func (s *Service) newRunLog(ctx context.Context, asst *domain.Message) *runLog {
 	return &runLog{s: s, ctx: context.WithoutCancel(ctx), tenantID: asst.TenantID, runID: asst.RunID,
 		sessionID: asst.SessionID, msgID: asst.ID}
 }
 
-// encodeEvent is the run-log row of ev.
-func (s *Service) encodeEvent(tenantID, runID, sessionID, msgID string, ev agents.Event) (domain.RunEvent, error) {
-	data, err := agents.MarshalEvent(ev)
+// appendEvent appends the run-log encoding of ev to dst (dst unchanged on
+// error). A tool result whose payload cannot be encoded is logged with an
+// error payload instead.
+func appendEvent(dst []byte, ev agents.Event) ([]byte, error) {
+	out, err := agents.AppendEvent(dst, ev)
 	if err != nil {
 		if f, ok := ev.(*agents.ToolCallFinished); ok {
 			c := *f
 			c.Payload = map[string]string{"error": "payload could not be encoded as JSON"}
-			data, err = agents.MarshalEvent(&c)
+			out, err = agents.AppendEvent(dst, &c)
 		}
-		if err != nil {
-			return domain.RunEvent{}, err
-		}
+	}
+	return out, err
+}
+
+// encodeEvent is the run-log row of ev.
+func (s *Service) encodeEvent(tenantID, runID, sessionID, msgID string, ev agents.Event) (domain.RunEvent, error) {
+	data, err := appendEvent(nil, ev)
+	if err != nil {
+		return domain.RunEvent{}, err
 	}
 	h := ev.Header()
 	return domain.RunEvent{TenantID: tenantID, RunID: runID, SessionID: sessionID, MessageID: msgID,
@@ -72,15 +124,29 @@ func (s *Service) encodeEvent(tenantID, runID, sessionID, msgID string, ev agent
 
 // add queues ev; it writes the batch when it is full.
 func (l *runLog) add(ev agents.Event) {
-	re, err := l.s.encodeEvent(l.tenantID, l.runID, l.sessionID, l.msgID, ev)
-	if err != nil {
+	l.mu.Lock()
+	b := l.cur
+	if b == nil {
+		b = getBatch()
+		l.cur = b
+	}
+	if free := cap(b.buf) - len(b.buf); free < 1024 {
+		// Double the buffer (AppendEvent grows it only by what one event
+		// needs, which would copy it for every event).
+		b.buf = slices.Grow(b.buf, max(cap(b.buf), 1024))
+	}
+	var err error
+	if b.buf, err = appendEvent(b.buf, ev); err != nil {
+		l.mu.Unlock()
 		l.s.cfg.Logger.ErrorContext(l.ctx, "bichat: run log: encode event", "run_id", l.runID, "type", ev.Type(), "error", err)
 		return
 	}
-	l.mu.Lock()
-	l.pending = append(l.pending, re)
-	l.lastSeq = re.Seq
-	full := len(l.pending) >= runLogBatch
+	h := ev.Header()
+	b.rows = append(b.rows, domain.RunEvent{TenantID: l.tenantID, RunID: l.runID, SessionID: l.sessionID, MessageID: l.msgID,
+		Seq: h.Seq, Type: string(ev.Type()), Time: h.Time})
+	b.ends = append(b.ends, len(b.buf))
+	l.lastSeq = h.Seq
+	full := len(b.rows) >= runLogBatch
 	if !full && !l.armed {
 		l.armed = true
 		if l.timer == nil {
@@ -108,35 +174,33 @@ func (l *runLog) flush() error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	l.mu.Lock()
-	batch := l.pending
-	l.pending, l.spare = l.spare, nil
+	b := l.cur
+	l.cur = nil
 	if l.armed {
 		l.timer.Stop()
 		l.armed = false
 	}
 	l.mu.Unlock()
 	var err error
-	if len(batch) > 0 && !l.taken.Load() {
+	if b != nil && len(b.rows) > 0 && !l.taken.Load() {
+		b.seal()
 		ctx, cancel := context.WithTimeout(l.ctx, persistTimeout)
-		err = l.s.repos.RunEvents.AppendRunEvents(ctx, batch...)
+		err = l.s.repos.RunEvents.AppendRunEvents(ctx, b.rows...)
 		cancel()
 		if errors.Is(err, domain.ErrConflict) {
 			l.taken.Store(true)
 		}
 		if err != nil {
 			l.s.cfg.Logger.ErrorContext(l.ctx, "bichat: run log: append events", "run_id", l.runID,
-				"first_seq", batch[0].Seq, "events", len(batch), "error", err)
+				"first_seq", b.rows[0].Seq, "events", len(b.rows), "error", err)
 			err = fmt.Errorf("bichat: run log of run %s: %w", l.runID, err)
 		}
 	} else if l.taken.Load() {
 		err = fmt.Errorf("bichat: run log of run %s was ended by another writer: %w", l.runID, domain.ErrConflict)
 	}
-	clear(batch)
-	l.mu.Lock()
-	if l.spare == nil {
-		l.spare = batch[:0]
+	if b != nil {
+		putBatch(b)
 	}
-	l.mu.Unlock()
 	return err
 }
 

@@ -41,6 +41,10 @@ type runner struct {
 	// (CancelOnStop): the run publishes its next event only after the loop
 	// took the last one.
 	pace chan struct{}
+	// starting counts the run in startsPending until it publishes its
+	// first event (nil when the caller did not count it).
+	starting  *pendingStart
+	published bool // the run published an event
 }
 
 func (s *Service) newRunner(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message,
@@ -155,11 +159,17 @@ loop:
 		}
 		r.log.add(ev)
 		r.lastPub = ev.Header().Seq
-		r.live.publish(false, ringItem{ev: ev})
-		if r.lastPub == 1 {
+		r.live.publish(ev)
+		if !r.published {
 			// Let the starter's loop have the first event now rather than
 			// after this run's next time slice: under load, the first
 			// event is what a user waits for.
+			r.published = true
+			r.starting.end()
+			runtime.Gosched()
+		} else if r.lastPub%startYieldEvery == 0 && startsPending.Load() > 0 {
+			// Runs of this process are waiting for their first event:
+			// give them the processor (see startsPending).
 			runtime.Gosched()
 		}
 		if r.pace != nil {
@@ -174,6 +184,9 @@ loop:
 // stopCause is why the run's context was cancelled by the service (Cancel,
 // Close, a lost lease), or nil.
 func (r *runner) stopCause() *runStop {
+	if r.live.ctx.Err() == nil {
+		return nil // the common case, checked for every event: no allocation
+	}
 	var st *runStop
 	if errors.As(context.Cause(r.live.ctx), &st) {
 		return st
@@ -276,7 +289,7 @@ func (r *runner) finish() {
 	r.log.close()
 	r.s.release(r.sess.ID)
 	r.s.unregister(r.live)
-	r.live.publish(true, r.tail...)
+	r.live.publishEnd(r.tail)
 	r.live.cancel(nil)
 	r.s.runsDone.Done()
 }

@@ -50,6 +50,8 @@ import (
 // run's context is cancelled.
 func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
+		starting := beginStart()
+		defer starting.end()
 		o := sendOpts(opts)
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
@@ -61,6 +63,7 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 		}
 		asst := st.asst
 		r := s.newRunner(ctx, p, st.sess, asst, newRunRecord(), st.live, st.leased)
+		r.starting = starting
 		in := agents.Input{
 			RunID:     asst.RunID,
 			TenantID:  p.TenantID,

@@ -98,7 +98,9 @@ type ArtifactRepository interface {
 type RunEventRepository interface {
 	// AppendRunEvents appends events of one run. Each Seq must be greater
 	// than every Seq already stored for that run (ErrConflict otherwise);
-	// the batch is stored atomically.
+	// the batch is stored atomically. It must not keep events or their
+	// Data after it returns (copy what it stores): the caller reuses their
+	// memory for its next batch.
 	AppendRunEvents(ctx context.Context, events ...RunEvent) error
 	// ListRunEvents returns up to limit events of a run with Seq > afterSeq,
 	// in Seq order; limit 0 means all. An unknown run, or another tenant's,

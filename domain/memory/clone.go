@@ -89,8 +89,3 @@ func cloneArtifact(a *domain.Artifact) domain.Artifact {
 	c.Metadata = maps.Clone(a.Metadata)
 	return c
 }
-
-func cloneRunEvent(e domain.RunEvent) domain.RunEvent {
-	e.Data = cloneRaw(e.Data)
-	return e
-}

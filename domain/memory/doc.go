@@ -22,7 +22,13 @@
 //   - Everything lives in one state behind one mutex, so cascading deletes,
 //     all-or-nothing batches, Claim, ClaimRun, FailExpired, TakeCheckpoint
 //     and TakeExpiredCheckpoints are atomic: of concurrent callers exactly
-//     one wins each message or checkpoint.
+//     one wins each message or checkpoint. The run-event logs are the
+//     exception that keeps many concurrent runs cheap: each run's log has
+//     its own lock, so AppendRunEvents and ListRunEvents wait neither for
+//     other runs nor for the other repositories; DeleteSession still
+//     removes a session's run events in one step no reader sees half done.
+//     An append stores its batch's data in one block and never copies
+//     the events already stored.
 //   - Values are deep-copied on the way in and on the way out; mutating a
 //     value after passing it in, or a value returned, never changes the
 //     store.

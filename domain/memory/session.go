@@ -21,20 +21,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *domain.Session) error {
 	if err := checkCtx(ctx, op); err != nil {
 		return err
 	}
-	if sess == nil {
-		return fmt.Errorf("memory: %s: %w", op, domain.Invalid("session", "is required"))
-	}
-	var ve domain.ValidationError
-	if !domain.ValidID(sess.ID) {
-		ve.Add("session.id", "must be a UUID")
-	}
-	if sess.TenantID == "" {
-		ve.Add("session.tenant_id", "is required")
-	}
-	if sess.OwnerID == "" {
-		ve.Add("session.owner_id", "is required")
-	}
-	if err := ve.Err(); err != nil {
+	if err := domain.CheckCreateSession(sess); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 
@@ -195,20 +182,7 @@ func (s *Store) DeleteSession(ctx context.Context, tenantID, id string) error {
 			s.removeArtifact(aid)
 		}
 	}
-	for k, evs := range s.runEvents {
-		if k.tenantID != tenantID {
-			continue
-		}
-		kept := slices.DeleteFunc(evs, func(e domain.RunEvent) bool { return e.SessionID == id })
-		if len(kept) < len(evs) {
-			s.signal(k)
-		}
-		if len(kept) == 0 {
-			delete(s.runEvents, k)
-		} else {
-			s.runEvents[k] = kept
-		}
-	}
+	s.deleteSessionEvents(tenantID, id)
 	delete(s.results, id)
 	delete(s.sessions, id)
 	return nil

@@ -10,9 +10,13 @@ import (
 )
 
 // Store is an in-memory implementation of every repository interface in
-// package domain. All repositories share one state guarded by a single
+// package domain. All repositories share one state guarded by one
 // read-write mutex, so a cascading DeleteSession, an all-or-nothing
 // CreateMessages or a Claim is atomic with respect to every other call.
+// The run-event logs have locks of their own (one for the set of logs,
+// one per run): runs appending to their logs wait neither for each other
+// nor for the other repositories, and DeleteSession still removes a
+// session's run events in one step that no reader sees half done.
 //
 // Create a Store with New or NewWithOptions; the zero value is not
 // usable. A Store is safe for concurrent use. Values passed in are copied before they are stored
@@ -33,16 +37,22 @@ type Store struct {
 	artifacts       map[string]*storedArtifact // by artifact id
 	// messageArtifacts lists each message's artifact ids in insertion order.
 	messageArtifacts map[messageKey][]string
-	runEvents        map[runKey][]domain.RunEvent // sorted by Seq
 	// results holds each session's named results, by session id.
 	results map[string]*sessionResults
+
+	// runEvents maps a runKey to its *runEventLog. evMu orders appends
+	// and reads (shared) against DeleteSession (exclusive); each log has
+	// its own lock for its events (see runevent.go). evMu is taken after
+	// mu, never before.
+	evMu      sync.RWMutex
+	runEvents sync.Map
 
 	resultsKeep int
 	resultBytes int64
 
 	// subMu guards subs, the live run-event subscriptions. It is separate
-	// from mu so that subscribing and stopping never wait for a writer,
-	// and it is only ever taken after mu, never before.
+	// from mu and evMu so that subscribing and stopping never wait for a
+	// writer, and it is only ever taken after them, never before.
 	subMu sync.Mutex
 	subs  map[runKey]map[*subscription]struct{}
 }
@@ -117,7 +127,6 @@ func NewWithOptions(o Options) *Store {
 		checkpoints:      make(map[messageKey]*domain.Checkpoint),
 		artifacts:        make(map[string]*storedArtifact),
 		messageArtifacts: make(map[messageKey][]string),
-		runEvents:        make(map[runKey][]domain.RunEvent),
 		results:          make(map[string]*sessionResults),
 		resultsKeep:      o.ResultsPerSession,
 		resultBytes:      o.MaxResultBytes,
