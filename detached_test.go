@@ -3,6 +3,7 @@ package bichat_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -779,5 +780,40 @@ func TestWithoutRunRepository(t *testing.T) {
 	}
 	if res, err := f.svc.Reap(ctx); err != nil || res.Expired != 0 {
 		t.Errorf("Reap without Runs = %+v, %v", res, err)
+	}
+}
+
+// TestNextQuestionAfterWatchedEnd: once a watcher in another process has
+// the terminal event, the process that ran the answer takes the session's
+// next question at once: it releases the session before the event reaches
+// the log (a watcher on another replica used to see the end first, and the
+// follow-up got a 409 about one time in five).
+func TestNextQuestionAfterWatchedEnd(t *testing.T) {
+	t.Parallel()
+	model, _ := streamModel(20, 0)
+	p := newPair(t, model, &scripted.Model{})
+	sess := p.session(t)
+	// start sends q through A, stops reading after the first event (the run
+	// goes on) and returns the answer's message id.
+	start := func(round int, q string) string {
+		next, stop := iter.Pull2(p.a.Send(t.Context(), alice, sess.ID, q))
+		defer stop()
+		ev, err, ok := next()
+		if !ok || err != nil {
+			t.Fatalf("round %d: Send(%q): %v", round, q, err)
+		}
+		return ev.Header().MessageID
+	}
+	watchEnd := func(svc *bichat.Service, round int, id string) {
+		evs := events(t, collect(t, svc.Watch(t.Context(), alice, id, 0)))
+		if _, ok := evs[len(evs)-1].(*agents.RunFinished); !ok {
+			t.Fatalf("round %d: watcher ended with %T", round, evs[len(evs)-1])
+		}
+	}
+	for round := range 30 {
+		first := start(round, "Revenue?")
+		watchEnd(p.b, round, first) // the other process sees the end in the log
+		second := start(round, "And by month?")
+		watchEnd(p.a, round, second)
 	}
 }

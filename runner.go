@@ -29,6 +29,7 @@ type runner struct {
 	leased bool
 
 	finished bool // the message's outcome is recorded (or given up)
+	released bool // the session is released in this process
 	terminal bool // a terminal event is in the log
 	lost     atomic.Bool
 	lastPub  int64 // seq of the last event published
@@ -232,6 +233,15 @@ func (r *runner) outcomeLost(err error) bool {
 	return false
 }
 
+// releaseSession frees the run's session in this process, once: a run
+// that released it early must not free it under the next run.
+func (r *runner) releaseSession() {
+	if !r.released {
+		r.released = true
+		r.s.release(r.sess.ID)
+	}
+}
+
 func (r *runner) stopHeartbeat() {
 	if r.hbStop != nil {
 		close(r.hbStop)
@@ -258,6 +268,11 @@ func (r *runner) failWith(code, message string, watchOnly bool) {
 // end writes the terminal event ev (it is in the log before anyone sees
 // it) and queues it for publication.
 func (r *runner) end(ev agents.Event, watchOnly bool) {
+	// The outcome is recorded: free the session before the terminal event
+	// reaches the log, where watchers on other replicas see it, so that a
+	// client can ask the next question on this replica as soon as it has
+	// the event from any replica.
+	r.releaseSession()
 	r.log.add(ev)
 	if err := r.log.flush(); errors.Is(err, domain.ErrConflict) {
 		r.lost.Store(true)
@@ -287,7 +302,7 @@ func (r *runner) finish() {
 		}
 	}
 	r.log.close()
-	r.s.release(r.sess.ID)
+	r.releaseSession()
 	r.s.unregister(r.live)
 	r.live.publishEnd(r.tail)
 	r.live.cancel(nil)
