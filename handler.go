@@ -94,8 +94,12 @@ type HandlerOptions struct {
 // Runs belong to the service: posting a question (or an answer, or a
 // decision) starts the run and answers at once with the message ids; the
 // run goes on whether or not anyone watches, and the events route follows
-// it (replay, then live). Every error is JSON (see ErrorBody and
-// HTTPStatus). A Handler is safe for concurrent use.
+// it (replay, then live). The events route answers a message it cannot
+// stream (unknown, another user's) with its JSON status: it sends the
+// stream's headers with the first event, or after a heartbeat interval
+// (HandlerOptions.Heartbeat) when none is due by then. Every error is
+// JSON (see ErrorBody and HTTPStatus). A Handler is safe for concurrent
+// use.
 type Handler struct {
 	svc     *Service
 	opts    HandlerOptions
@@ -533,21 +537,39 @@ func (h *Handler) postMessage(w http.ResponseWriter, r *http.Request, p domain.P
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	asst, err := h.svc.Message(ctx, p, ev.Header().MessageID)
+	q, a, err := h.postedPair(r.Context(), p, sessionID, ev.Header().MessageID)
 	if err != nil {
-		return fmt.Errorf("bichat: load the new answer: %w", err)
+		return err
 	}
-	prior, err := h.svc.Messages(ctx, p, asst.SessionID, domain.MessageListOptions{Before: asst.ID, Limit: 1})
+	w.Header().Set("Location", h.prefix+"/messages/"+a.ID)
+	writeJSON(w, http.StatusAccepted, PostMessageResponse{UserMessage: messageView(q), AssistantMessage: messageView(a)})
+	return nil
+}
+
+// postedPair returns the question and the answer (message answerID) just
+// posted to a session. The run is under way, so they are normally the
+// session's last two messages: one listing finds both. When they are not
+// (another message came after them), the answer is loaded by id and the
+// question is the message before it.
+func (h *Handler) postedPair(ctx context.Context, p domain.Principal, sessionID, answerID string) (q, a *domain.Message, err error) {
+	last, err := h.svc.Messages(ctx, p, sessionID, domain.MessageListOptions{Limit: 2})
 	if err != nil {
-		return fmt.Errorf("bichat: load the new question: %w", err)
+		return nil, nil, fmt.Errorf("bichat: load the new question and answer: %w", err)
+	}
+	if len(last) == 2 && last[1].ID == answerID && last[0].Role == domain.RoleUser {
+		return &last[0], &last[1], nil
+	}
+	if a, err = h.svc.Message(ctx, p, answerID); err != nil {
+		return nil, nil, fmt.Errorf("bichat: load the new answer: %w", err)
+	}
+	prior, err := h.svc.Messages(ctx, p, a.SessionID, domain.MessageListOptions{Before: a.ID, Limit: 1})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bichat: load the new question: %w", err)
 	}
 	if len(prior) != 1 || prior[0].Role != domain.RoleUser {
-		return fmt.Errorf("bichat: the message before answer %s is not its question", asst.ID)
+		return nil, nil, fmt.Errorf("bichat: the message before answer %s is not its question", a.ID)
 	}
-	w.Header().Set("Location", h.prefix+"/messages/"+asst.ID)
-	writeJSON(w, http.StatusAccepted, PostMessageResponse{UserMessage: messageView(&prior[0]), AssistantMessage: messageView(asst)})
-	return nil
+	return &prior[0], a, nil
 }
 
 // startRun starts a run and returns its first event, whose header names
@@ -601,14 +623,13 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, p domain.
 	if err != nil {
 		return err
 	}
-	id := r.PathValue("message_id")
-	// Check access first so that errors get their status however long
-	// the run takes to produce its next event.
-	if _, err := h.svc.Message(r.Context(), p, id); err != nil {
-		return err
-	}
-	// WriteSSE answers errors itself.
-	_ = WriteSSE(w, r, h.svc.Watch(r.Context(), p, id, after), h.sse)
+	// Watch checks the message (unknown, another user's: 404) before its
+	// first event, and writeSSE answers an error that comes first with its
+	// JSON status. It waits up to a heartbeat interval for that first item
+	// (the check is a store round trip, slower under load) before it opens
+	// the stream, so the status does not depend on how fast the store is.
+	_ = writeSSE(w, r, h.svc.Watch(r.Context(), p, r.PathValue("message_id"), after), h.sse,
+		max(sseFirstWait, h.sse.heartbeat()))
 	return nil
 }
 

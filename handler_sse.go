@@ -1,7 +1,6 @@
 package bichat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
@@ -266,6 +266,14 @@ func (o SSEOptions) heartbeat() time.Duration {
 // message, no permission) is still answered with its JSON status.
 const sseFirstWait = 200 * time.Millisecond
 
+// sseReadAhead is how many events WriteSSE reads ahead of the one it
+// writes; sseFlushBytes is how much it buffers before writing without a
+// pause in the events.
+const (
+	sseReadAhead  = 32
+	sseFlushBytes = 32 << 10
+)
+
 type sseItem struct {
 	ev  agents.Event
 	err error
@@ -280,15 +288,17 @@ type sseItem struct {
 //	})
 //
 // Each event is written as "id: <seq>", "event: <name>" and "data:
-// <json>" (see SSEEvent for the names and the Event* types for the data)
-// and flushed at once. A ": heartbeat" comment goes out every
-// opts.Heartbeat while no event is due. The stream ends after the
-// terminal event (message_complete, message_error, interrupt or
-// confirmation_required of the top-level run) or when the request's
-// context ends. WriteSSE reads events one at a time, never past the
-// terminal event, and stops ranging over them when it returns: the
-// iterator's next yield returns false. An iterator that blocks should end
-// with r.Context(), as Service.Watch does.
+// <json>" (see SSEEvent for the names and the Event* types for the data).
+// Events are read ahead of the writer (up to 32) and written in
+// batches: the stream is flushed whenever no further event is ready, so
+// an event never waits for a later one, and a burst of events costs one
+// write. A ": heartbeat" comment goes out every opts.Heartbeat while no
+// event is due. The stream ends after the terminal event
+// (message_complete, message_error, interrupt or confirmation_required
+// of the top-level run) or when the request's context ends. WriteSSE
+// never reads past the terminal event, and stops ranging over the events
+// when it returns: the iterator's next yield returns false. An iterator
+// that blocks should end with r.Context(), as Service.Watch does.
 //
 // An error that comes before any event (within a short wait) is answered
 // with its JSON error response (WriteError) and returned; a sequence
@@ -298,45 +308,47 @@ type sseItem struct {
 // and returned. WriteSSE returns nil when the stream ended normally and
 // the context's error when the client went away.
 func WriteSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Event, error], opts SSEOptions) error {
+	return writeSSE(w, r, events, opts, sseFirstWait)
+}
+
+// writeSSE is WriteSSE waiting up to firstWait for the first item before
+// it commits to a 200 event stream.
+func writeSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Event, error], opts SSEOptions,
+	firstWait time.Duration) error {
 	ctx := r.Context()
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	// The producer runs the iterator in lockstep with the writer: it
-	// yields the next item only when the writer asks (cont), so nothing is
-	// read past the terminal event, and it stops at the next yield once
-	// done is closed.
-	items := make(chan sseItem)
-	cont := make(chan struct{})
+	// The producer reads the iterator into a small buffer ahead of the
+	// writer; it stops after the terminal event or an error, so nothing is
+	// read past them, and at its next yield once done is closed.
+	items := make(chan sseItem, sseReadAhead)
 	done := make(chan struct{})
 	go func() {
 		defer close(items)
 		for ev, err := range events {
+			if err == nil && ev == nil {
+				continue
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
 			select {
 			case items <- sseItem{ev, err}:
 			case <-done:
 				return
 			}
-			if err != nil {
-				return
-			}
-			select {
-			case <-cont:
-			case <-done:
+			if err != nil || sseTerminal(ev) {
 				return
 			}
 		}
 	}()
 	defer close(done)
-	more := func() {
-		select {
-		case cont <- struct{}{}:
-		case <-done:
-		}
-	}
 
-	first := time.NewTimer(sseFirstWait)
+	first := time.NewTimer(firstWait)
 	defer first.Stop()
 	var pending *sseItem
 	select {
@@ -366,13 +378,13 @@ func WriteSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Ev
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	var buf bytes.Buffer
+	buf := make([]byte, 0, 1024)
 	flush := func() error {
 		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("bichat: write event stream: %w", err)
 		}
-		buf.Reset()
+		buf = buf[:0]
 		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return fmt.Errorf("bichat: flush event stream: %w", err)
 		}
@@ -380,7 +392,7 @@ func WriteSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Ev
 	}
 	if pending == nil {
 		// Nothing yet: open the stream so the client and proxies see it.
-		buf.WriteString(": stream open\n\n")
+		buf = append(buf, ": stream open\n\n"...)
 		if err := flush(); err != nil {
 			return err
 		}
@@ -396,13 +408,17 @@ func WriteSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Ev
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-ticker.C:
-				buf.WriteString(": heartbeat\n\n")
+				buf = append(buf, ": heartbeat\n\n"...)
 				if err := flush(); err != nil {
 					return err
 				}
 				continue
 			case x, ok := <-items:
 				if !ok {
+					// The sequence ended without a terminal event.
+					if len(buf) > 0 {
+						return flush()
+					}
 					return nil
 				}
 				it = x
@@ -414,49 +430,200 @@ func WriteSSE(w http.ResponseWriter, r *http.Request, events iter.Seq2[agents.Ev
 			}
 			logger.Warn("bichat: event stream failed", "path", r.URL.Path, "error", it.err)
 			_, body := ErrorResponse(it.err)
-			appendSSE(&buf, "", SSEStreamError, EventError{Code: "stream_error", Message: body.Error.Message})
+			buf, _ = appendSSE(buf, 0, false, SSEStreamError, EventError{Code: "stream_error", Message: body.Error.Message})
 			_ = flush()
 			return it.err
 		}
-		name, data, terminal, ok := SSEEvent(it.ev, opts)
-		if !ok {
-			more()
-			continue
-		}
-		if err := appendSSE(&buf, strconv.FormatInt(it.ev.Header().Seq, 10), name, data); err != nil {
+		var (
+			terminal bool
+			err      error
+		)
+		buf, terminal, _, err = appendSSEEvent(buf, it.ev, opts)
+		if err != nil {
 			logger.Error("bichat: encode event", "type", it.ev.Type(), "error", err)
-			more()
-			continue
 		}
-		if err := flush(); err != nil {
-			return err
+		// Flush when the next event is not ready yet (or the batch is
+		// large): a burst goes out in one write, and no event waits for a
+		// later one.
+		if len(buf) > 0 && (terminal || len(items) == 0 || len(buf) >= sseFlushBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+			ticker.Reset(hb)
 		}
-		ticker.Reset(hb)
 		if terminal {
 			return nil
 		}
-		more()
 	}
 }
 
-// appendSSE appends one event. JSON never contains a raw newline, so the
-// data is one line.
-func appendSSE(buf *bytes.Buffer, id, name string, data any) error {
+// sseTerminal reports whether ev ends the stream (see SSEEvent).
+func sseTerminal(ev agents.Event) bool {
+	if ev.Header().ParentRunID != "" {
+		return false
+	}
+	switch ev.(type) {
+	case *agents.RunFinished, *agents.RunFailed, *agents.Interrupted:
+		return true
+	}
+	return false
+}
+
+// appendSSEEvent appends the SSE frame of ev to buf. ok is false when ev is
+// not sent (or could not be encoded: err); terminal reports the event
+// that ends the stream. Text and reasoning fragments, most of a stream,
+// are encoded without reflection.
+func appendSSEEvent(buf []byte, ev agents.Event, opts SSEOptions) (_ []byte, terminal, ok bool, err error) {
+	switch e := ev.(type) {
+	case *agents.TextDelta:
+		if b, fast := appendTextEvent(buf, SSEText, &e.EventHeader, e.Text); fast {
+			return b, false, true, nil
+		}
+	case *agents.ReasoningDelta:
+		if b, fast := appendTextEvent(buf, SSEReasoning, &e.EventHeader, e.Text); fast {
+			return b, false, true, nil
+		}
+	}
+	name, data, terminal, ok := SSEEvent(ev, opts)
+	if !ok {
+		return buf, terminal, false, nil
+	}
+	b, err := appendSSE(buf, ev.Header().Seq, true, name, data)
+	if err != nil {
+		return buf, terminal, false, err
+	}
+	return b, terminal, true, nil
+}
+
+// appendSSE appends one event with its JSON data (encoding/json), with
+// seq as its id when withID is set. JSON never contains a raw newline, so the data is one
+// line. On error buf is returned unchanged.
+func appendSSE(buf []byte, seq int64, withID bool, name string, data any) ([]byte, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
-		return err
+		return buf, err
 	}
-	if id != "" {
-		buf.WriteString("id: ")
-		buf.WriteString(id)
-		buf.WriteByte('\n')
+	buf = appendFrameStart(buf, seq, withID, name)
+	buf = append(buf, b...)
+	return append(buf, "\n\n"...), nil
+}
+
+// appendFrameStart appends the id (seq, when withID is set), the event
+// name and "data: ".
+func appendFrameStart(buf []byte, seq int64, withID bool, name string) []byte {
+	if withID {
+		buf = append(buf, "id: "...)
+		buf = strconv.AppendInt(buf, seq, 10)
+		buf = append(buf, '\n')
 	}
-	buf.WriteString("event: ")
-	buf.WriteString(name)
-	buf.WriteString("\ndata: ")
-	buf.Write(b)
-	buf.WriteString("\n\n")
-	return nil
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	return append(buf, "\ndata: "...)
+}
+
+// appendTextEvent appends the frame of a text or reasoning event, its data
+// byte for byte what json.Marshal writes for EventText. fast is false
+// (and buf unchanged) when the time cannot be written as RFC 3339, which
+// json.Marshal reports as an error.
+func appendTextEvent(buf []byte, name string, h *agents.EventHeader, text string) (_ []byte, fast bool) {
+	if y := h.Time.Year(); y < 0 || y > 9999 {
+		return buf, false
+	}
+	if _, off := h.Time.Zone(); off <= -24*3600 || off >= 24*3600 {
+		return buf, false
+	}
+	buf = appendFrameStart(buf, h.Seq, true, name)
+	buf = append(buf, `{"seq":`...)
+	buf = strconv.AppendInt(buf, h.Seq, 10)
+	buf = append(buf, `,"run_id":`...)
+	buf = appendJSONString(buf, h.RunID)
+	if h.SessionID != "" {
+		buf = append(buf, `,"session_id":`...)
+		buf = appendJSONString(buf, h.SessionID)
+	}
+	if h.MessageID != "" {
+		buf = append(buf, `,"message_id":`...)
+		buf = appendJSONString(buf, h.MessageID)
+	}
+	if h.Agent != "" {
+		buf = append(buf, `,"agent":`...)
+		buf = appendJSONString(buf, h.Agent)
+	}
+	if h.ParentRunID != "" {
+		buf = append(buf, `,"parent_run_id":`...)
+		buf = appendJSONString(buf, h.ParentRunID)
+	}
+	buf = append(buf, `,"time":"`...)
+	buf = h.Time.AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, `","text":`...)
+	buf = appendJSONString(buf, text)
+	return append(buf, "}\n\n"...), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// jsonPlain marks the ASCII bytes a JSON string holds as they are (as
+// encoding/json writes them, with HTML escaping).
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: <, > and & escaped (\u003c ...), control characters as \n,
+// \r, \t, \b, \f or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and
+// U+2029 escaped.
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if jsonPlain[b] {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				buf = append(buf, '\\', b)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
 }
 
 // cutPayload encodes a tool payload within max bytes. When it is longer,

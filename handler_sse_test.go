@@ -2,6 +2,7 @@ package bichat_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -304,5 +307,122 @@ func TestSSEWriterProviderItems(t *testing.T) {
 	}
 	if p := payload[bichat.EventProviderItem](t, evs[1]); !p.Truncated || len(p.Item.Data) != 0 || p.Item.MediaType != "image/png" {
 		t.Errorf("media item over the limit = %+v", p)
+	}
+}
+
+// flushCounter is a ResponseWriter that counts flushes; the first flush
+// waits (at most httpGuard) until hold is closed.
+type flushCounter struct {
+	header  http.Header
+	mu      sync.Mutex
+	body    bytes.Buffer
+	flushes int
+	hold    chan struct{}
+}
+
+func (f *flushCounter) Header() http.Header { return f.header }
+func (f *flushCounter) WriteHeader(int)     {}
+func (f *flushCounter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.body.Write(p)
+}
+func (f *flushCounter) Flush() {
+	f.mu.Lock()
+	f.flushes++
+	first := f.flushes == 1
+	f.mu.Unlock()
+	if first {
+		select {
+		case <-f.hold:
+		case <-time.After(httpGuard):
+		}
+	}
+}
+
+// TestSSEWriterBatchesReadyEvents: events that are ready while the
+// writer is busy go out in one write and one flush, not one each; the
+// stream still ends at the terminal event with every event in order.
+func TestSSEWriterBatchesReadyEvents(t *testing.T) {
+	t.Parallel()
+	const texts = 20
+	w := &flushCounter{header: http.Header{}, hold: make(chan struct{})}
+	var after atomic.Bool
+	events := func(yield func(agents.Event, error) bool) {
+		if !yield(&agents.RunStarted{EventHeader: hdr(1), Model: "m"}, nil) {
+			return
+		}
+		for i := range texts {
+			if !yield(&agents.TextDelta{EventHeader: hdr(int64(2 + i)), Text: "x"}, nil) {
+				return
+			}
+		}
+		more := yield(&agents.RunFinished{EventHeader: hdr(texts + 2), Text: strings.Repeat("x", texts)}, nil)
+		// Everything up to the terminal event is ready: the writer's
+		// first flush may return.
+		close(w.hold)
+		if more {
+			after.Store(true)
+			yield(&agents.TextDelta{EventHeader: hdr(texts + 3), Text: "never"}, nil)
+		}
+	}
+	r := httptest.NewRequest(http.MethodGet, "/events", nil)
+	if err := bichat.WriteSSE(w, r, events, bichat.SSEOptions{}); err != nil {
+		t.Fatalf("WriteSSE: %v", err)
+	}
+	st := &sseStream{res: &http.Response{Body: io.NopCloser(&w.body)}, r: bufio.NewReader(&w.body), cancel: func() {}}
+	evs := st.all(t)
+	if len(evs) != texts+2 || evs[0].name != bichat.SSEMessageStart || evs[len(evs)-1].name != bichat.SSEMessageComplete {
+		t.Fatalf("%d events: %v", len(evs), names(evs))
+	}
+	for i, e := range evs {
+		if e.id != strconv.Itoa(i+1) {
+			t.Fatalf("event %d has id %q", i, e.id)
+		}
+	}
+	// The first flush (whatever it held), then one for the rest.
+	if w.flushes > 2 {
+		t.Errorf("%d flushes for %d events that were ready together, want at most 2", w.flushes, len(evs))
+	}
+	if after.Load() {
+		t.Error("WriteSSE read past the terminal event")
+	}
+}
+
+// TestSSEWriterFlushesBeforeUnsentEvent: an event is flushed even when
+// the last event ready after it is one that is not sent (a sub-agent's
+// start), so it does not wait for the next sent event.
+func TestSSEWriterFlushesBeforeUnsentEvent(t *testing.T) {
+	t.Parallel()
+	received := make(chan struct{})
+	var waited atomic.Bool
+	events := func(yield func(agents.Event, error) bool) {
+		if !yield(&agents.TextDelta{EventHeader: hdr(1), Text: "first"}, nil) ||
+			!yield(&agents.RunStarted{EventHeader: agents.EventHeader{RunID: "sub", ParentRunID: "run-1", Agent: "helper", Seq: 2}}, nil) {
+			return
+		}
+		// The run holds here until the client has the text.
+		select {
+		case <-received:
+		case <-time.After(httpGuard):
+			waited.Store(true)
+		}
+		yield(&agents.RunFinished{EventHeader: hdr(3), Text: "first"}, nil)
+	}
+	srv, errs := sseServer(t, events, bichat.SSEOptions{})
+	_, st := getStream(t, srv)
+	ev, err := st.next()
+	if err != nil || ev.name != bichat.SSEText {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	close(received)
+	if rest := st.all(t); !slices.Equal(names(rest), []string{bichat.SSEMessageComplete}) {
+		t.Fatalf("rest %v", names(rest))
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if waited.Load() {
+		t.Fatal("the text was held back until the next event")
 	}
 }
