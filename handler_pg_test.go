@@ -245,62 +245,7 @@ func TestHandlerPostgresCrossTenantProbes(t *testing.T) {
 	f.watch(t, "alice", ask)
 	f.waitStatus(t, "alice", ask, domain.StatusAwaitingInput)
 
-	ids := map[string]string{"session_id": s.ID, "message_id": msgID, "artifact_id": artID}
-	bodies := map[string]string{
-		"PATCH /sessions/{session_id}":         `{"title":"mine now"}`,
-		"POST /sessions/{session_id}/messages": `{"text":"hello"}`,
-		"POST /messages/{message_id}/answers":  `{"answers":{"period":{"selected":["Q3"]}}}`,
-		"POST /messages/{message_id}/approve":  `{"token":"abc"}`,
-		"POST /messages/{message_id}/deny":     `{"token":"abc"}`,
-		"POST /messages/{message_id}/cancel":   ``,
-		"POST /messages/{message_id}/recipe":   ``,
-		"GET /messages/{message_id}/interrupt": ``,
-		"GET /artifacts/{artifact_id}/content": ``,
-		"DELETE /sessions/{session_id}":        ``,
-		"GET /sessions/{session_id}/messages":  ``,
-		"GET /messages/{message_id}/events":    ``,
-		"GET /messages/{message_id}/artifacts": ``,
-		"GET /sessions/{session_id}":           ``,
-		"GET /messages/{message_id}":           ``,
-	}
-	probed := 0
-	for _, route := range f.h.Routes() {
-		method, path, _ := strings.Cut(route, " ")
-		path = strings.TrimPrefix(path, "/api")
-		if !strings.Contains(path, "{") {
-			continue
-		}
-		key := method + " " + path
-		body, ok := bodies[key]
-		if !ok {
-			t.Errorf("route %s has an id but no probe", key)
-			continue
-		}
-		probed++
-		param := path[strings.Index(path, "{")+1 : strings.Index(path, "}")]
-		realID := ids[param]
-		if key == "POST /messages/{message_id}/answers" || key == "GET /messages/{message_id}/interrupt" {
-			realID = ask
-		}
-		var b any
-		if body != "" {
-			b = body
-		}
-		missing := f.do(t, req{method: method, path: strings.Replace(path, "{"+param+"}", domain.NewID(), 1), user: "alice", body: b})
-		if missing.status != http.StatusNotFound {
-			t.Errorf("%s with a missing id: %d %s", key, missing.status, missing.body)
-			continue
-		}
-		for _, u := range []string{"bob", "mallory"} {
-			got := f.do(t, req{method: method, path: strings.Replace(path, "{"+param+"}", realID, 1), user: u, body: b})
-			if got.status != http.StatusNotFound || string(got.body) != string(missing.body) {
-				t.Errorf("%s as %s: %d %s, want 404 %s", key, u, got.status, got.body, missing.body)
-			}
-		}
-	}
-	if probed != len(bodies) {
-		t.Errorf("probed %d routes, have probes for %d", probed, len(bodies))
-	}
+	probeEveryIDRoute(t, f, map[string]string{"session_id": s.ID, "message_id": msgID, "artifact_id": artID}, ask)
 	// Nothing changed for alice: the session, its messages, the
 	// artifact, and the question still waits for her answer.
 	var got bichat.SessionView
