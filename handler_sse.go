@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/jsonenc"
 )
 
 // Names of the server-sent events WriteSSE writes. Each event's data is
@@ -536,94 +536,28 @@ func appendTextEvent(buf []byte, name string, h *agents.EventHeader, text string
 	buf = append(buf, `{"seq":`...)
 	buf = strconv.AppendInt(buf, h.Seq, 10)
 	buf = append(buf, `,"run_id":`...)
-	buf = appendJSONString(buf, h.RunID)
+	buf = jsonenc.AppendString(buf, h.RunID)
 	if h.SessionID != "" {
 		buf = append(buf, `,"session_id":`...)
-		buf = appendJSONString(buf, h.SessionID)
+		buf = jsonenc.AppendString(buf, h.SessionID)
 	}
 	if h.MessageID != "" {
 		buf = append(buf, `,"message_id":`...)
-		buf = appendJSONString(buf, h.MessageID)
+		buf = jsonenc.AppendString(buf, h.MessageID)
 	}
 	if h.Agent != "" {
 		buf = append(buf, `,"agent":`...)
-		buf = appendJSONString(buf, h.Agent)
+		buf = jsonenc.AppendString(buf, h.Agent)
 	}
 	if h.ParentRunID != "" {
 		buf = append(buf, `,"parent_run_id":`...)
-		buf = appendJSONString(buf, h.ParentRunID)
+		buf = jsonenc.AppendString(buf, h.ParentRunID)
 	}
 	buf = append(buf, `,"time":"`...)
 	buf = h.Time.AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, `","text":`...)
-	buf = appendJSONString(buf, text)
+	buf = jsonenc.AppendString(buf, text)
 	return append(buf, "}\n\n"...), true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonPlain marks the ASCII bytes a JSON string holds as they are (as
-// encoding/json writes them, with HTML escaping).
-var jsonPlain = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: <, > and & escaped (\u003c ...), control characters as \n,
-// \r, \t, \b, \f or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and
-// U+2029 escaped.
-func appendJSONString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonPlain[b] {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
 
 // cutPayload encodes a tool payload within max bytes. When it is longer,

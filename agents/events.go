@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/jsonenc"
 )
 
 // Event is one step of a run, yielded by Executor.Run and Executor.Resume.
@@ -276,7 +276,7 @@ func AppendEvent(dst []byte, e Event) ([]byte, error) {
 	}
 	dst = grow(dst, len(body)+len(e.Type())+10)
 	dst = append(dst, `{"type":`...)
-	dst = appendJSONString(dst, string(e.Type()))
+	dst = jsonenc.AppendString(dst, string(e.Type()))
 	if len(body) > 2 {
 		dst = append(dst, ',')
 		dst = append(dst, body[1:]...)
@@ -332,22 +332,22 @@ func appendEventFast(dst []byte, e Event) ([]byte, bool) {
 	dst = append(dst, `{"type":"`...)
 	dst = append(dst, e.Type()...) // constant, nothing to escape
 	dst = append(dst, `","run_id":`...)
-	dst = appendJSONString(dst, h.RunID)
+	dst = jsonenc.AppendString(dst, h.RunID)
 	if h.ParentRunID != "" {
 		dst = append(dst, `,"parent_run_id":`...)
-		dst = appendJSONString(dst, h.ParentRunID)
+		dst = jsonenc.AppendString(dst, h.ParentRunID)
 	}
 	if h.Agent != "" {
 		dst = append(dst, `,"agent":`...)
-		dst = appendJSONString(dst, h.Agent)
+		dst = jsonenc.AppendString(dst, h.Agent)
 	}
 	if h.SessionID != "" {
 		dst = append(dst, `,"session_id":`...)
-		dst = appendJSONString(dst, h.SessionID)
+		dst = jsonenc.AppendString(dst, h.SessionID)
 	}
 	if h.MessageID != "" {
 		dst = append(dst, `,"message_id":`...)
-		dst = appendJSONString(dst, h.MessageID)
+		dst = jsonenc.AppendString(dst, h.MessageID)
 	}
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, h.Seq, 10)
@@ -362,13 +362,13 @@ func appendEventFast(dst []byte, e Event) ([]byte, bool) {
 	switch ev := e.(type) {
 	case *TextDelta, *ReasoningDelta:
 		dst = append(dst, `,"text":`...)
-		dst = appendJSONString(dst, text)
+		dst = jsonenc.AppendString(dst, text)
 	case *RunStarted:
 		dst = append(dst, `,"model":`...)
-		dst = appendJSONString(dst, ev.Model)
+		dst = jsonenc.AppendString(dst, ev.Model)
 		if ev.ResumedFrom != "" {
 			dst = append(dst, `,"resumed_from":`...)
-			dst = appendJSONString(dst, ev.ResumedFrom)
+			dst = jsonenc.AppendString(dst, ev.ResumedFrom)
 		}
 	}
 	return append(dst, '}'), true
@@ -383,100 +383,6 @@ func grow(b []byte, n int) []byte {
 	nb := make([]byte, len(b), len(b)+n)
 	copy(nb, b)
 	return nb
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe marks the ASCII bytes encoding/json copies unescaped (with its
-// default HTML escaping of <, > and &).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return t
-}()
-
-const (
-	lo7 = 0x0101010101010101
-	hi7 = 0x8080808080808080
-)
-
-// safeWord reports whether the 8 bytes of w are all ASCII that
-// appendJSONString copies unescaped: none is 0x80 or above, below 0x20, or
-// one of " \\ < > &. It lets long plain text skip the byte loop.
-func safeWord(w string) bool {
-	_ = w[7]
-	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-	if x&hi7 != 0 || (x-lo7*0x20)&^x&hi7 != 0 {
-		return false // non-ASCII or a control byte
-	}
-	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
-}
-
-// hasByte reports whether any byte of x (all below 0x80) equals c.
-func hasByte(x uint64, c byte) bool {
-	y := x ^ (lo7 * uint64(c))
-	return (y-lo7)&^y&hi7 != 0
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// does: short escapes for \b \f \n \r \t " and \\, \u00XX for other
-// control bytes and <, > and &, \ufffd for each invalid UTF-8 byte, and
-// \u2028, \u2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) && safeWord(s[i:i+8]) {
-			i += 8
-			continue
-		}
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonSafe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // UnmarshalEvent decodes what MarshalEvent produced. Payloads decode as
