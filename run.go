@@ -160,6 +160,116 @@ func (s *Service) unregister(r *liveRun) {
 	s.runMu.Unlock()
 }
 
+// finishedGrace is how long a run of this process that finished stays in
+// memory (its ring of recent events and its terminal event) so that a
+// watcher arriving just after the end, the usual case of a client that
+// sends a question and then opens its stream, is served without decoding
+// the run log again. finishedKeep bounds how many are kept (each holds at
+// most ringSize events): beyond it the oldest is dropped first. It covers
+// a burst of 1,000 questions answered at once, whose streams come while
+// hundreds of other runs finish (with 256, about half of them read the
+// log in BenchmarkHandlerConcurrent1000).
+const (
+	finishedGrace = 10 * time.Second
+	finishedKeep  = 1024
+)
+
+// recentRuns are the runs of this process that finished in the last
+// finishedGrace, oldest first; guarded by Service.runMu.
+type recentRuns struct {
+	byMsg map[string]*liveRun
+	order []keptRun // oldest first; may hold entries byMsg no longer names
+	timer *time.Timer
+}
+
+// keptRun is one finished run and when it stops being served from memory.
+type keptRun struct {
+	r     *liveRun
+	until time.Time
+}
+
+// keepFinished keeps r, which finished with its terminal event in its
+// stream and in its log, for watchers that come within finishedGrace.
+// Nothing is kept after Close.
+func (s *Service) keepFinished(r *liveRun) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		return
+	}
+	k := &s.recent
+	now := s.cfg.Now()
+	s.pruneRecent(now)
+	if k.byMsg == nil {
+		k.byMsg = map[string]*liveRun{}
+	}
+	for len(k.order) >= finishedKeep {
+		s.dropOldest()
+	}
+	k.byMsg[r.messageID] = r
+	k.order = append(k.order, keptRun{r: r, until: now.Add(finishedGrace)})
+	if k.timer == nil {
+		k.timer = time.AfterFunc(finishedGrace, s.expireRecent)
+	}
+}
+
+// dropOldest forgets the oldest kept run; the caller holds runMu.
+func (s *Service) dropOldest() {
+	k := &s.recent
+	old := k.order[0]
+	k.order[0] = keptRun{}
+	k.order = k.order[1:]
+	if k.byMsg[old.r.messageID] == old.r {
+		delete(k.byMsg, old.r.messageID)
+	}
+}
+
+// pruneRecent forgets the kept runs whose grace ended before now; the
+// caller holds runMu.
+func (s *Service) pruneRecent(now time.Time) {
+	k := &s.recent
+	for len(k.order) > 0 && !now.Before(k.order[0].until) {
+		s.dropOldest()
+	}
+	if len(k.order) == 0 {
+		k.order = nil // release the backing array
+	}
+}
+
+// expireRecent releases the memory of the kept runs whose grace is over,
+// while no watcher comes to prune them; it runs on a timer as long as
+// runs are kept.
+func (s *Service) expireRecent() {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	k := &s.recent
+	s.pruneRecent(s.cfg.Now())
+	if len(k.order) == 0 {
+		k.timer = nil
+		return
+	}
+	next := min(max(k.order[0].until.Sub(s.cfg.Now()), time.Second), finishedGrace)
+	k.timer = time.AfterFunc(next, s.expireRecent)
+}
+
+// dropRecent forgets every kept run (Close); the caller holds runMu.
+func (s *Service) dropRecent() {
+	k := &s.recent
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	*k = recentRuns{}
+}
+
+// finishedByMessage returns the run of this process that generated
+// messageID and finished within finishedGrace, or nil.
+func (s *Service) finishedByMessage(messageID string) *liveRun {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.pruneRecent(s.cfg.Now())
+	return s.recent.byMsg[messageID]
+}
+
 // abandon drops a run that never started.
 func (s *Service) abandon(r *liveRun) {
 	s.unregister(r)
@@ -259,6 +369,13 @@ func (s *Service) follow(ctx context.Context, r *liveRun, w *watcher, yield func
 	for {
 		r.mu.Lock()
 		if oldest := r.nev - int64(len(r.buf)); w.pos < oldest {
+			if r.item(oldest).ev.Header().Seq <= w.lastSeq+1 {
+				// What fell out of the ring is all at or before
+				// w.lastSeq: the ring has the rest, without a gap.
+				w.pos = oldest
+				r.mu.Unlock()
+				continue
+			}
 			r.mu.Unlock()
 			if res, ok := s.catchUp(ctx, r, w, yield); !ok {
 				return res
@@ -372,6 +489,7 @@ func isTerminal(ev agents.Event) bool {
 func (s *Service) Close(ctx context.Context) error {
 	s.runMu.Lock()
 	s.closed = true
+	s.dropRecent()
 	s.runMu.Unlock()
 	s.endLife(ErrClosed)
 	done := make(chan struct{})

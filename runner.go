@@ -303,6 +303,14 @@ func (r *runner) finish() {
 	}
 	r.log.close()
 	r.releaseSession()
+	if r.terminal && !r.lost.Load() {
+		// Its stream ends with the terminal event of its log: watchers
+		// that come just after the end are served from memory (kept
+		// before it leaves the live runs, so none reads the log in
+		// between). A lost run is not kept: its log ends with another
+		// process's event.
+		r.s.keepFinished(r.live)
+	}
 	r.s.unregister(r.live)
 	r.live.publishEnd(r.tail)
 	r.live.cancel(nil)

@@ -47,6 +47,9 @@ type Service struct {
 	runs     map[string]*liveRun // runs of this process, by run id
 	byMsg    map[string]*liveRun // the same, by message id
 	runsDone sync.WaitGroup
+	// recent holds the runs of this process that just finished (see
+	// keepFinished in run.go); guarded by runMu.
+	recent recentRuns
 	// noHeartbeat stops lease renewals (a test hook that simulates a hung
 	// process).
 	noHeartbeat atomic.Bool

@@ -26,11 +26,15 @@ import (
 //
 // A run of this process is followed through memory (a ring of its recent
 // events; a watcher that falls behind catches up from the log, so a slow
-// watcher never slows the run). A run of another process sharing the
-// store is followed by reading the log, woken by the store's notifications
-// when domain.Repositories.RunEvents implements domain.RunEventNotifier,
-// and polling every 250 ms otherwise (every second with notifications, in
-// case one is lost).
+// watcher never slows the run). A run of this process that finished
+// with its terminal event stays in memory for 10 seconds (the 1,024 most
+// recent), so a watcher that comes just after the end, such as a client
+// that opens its stream once the answer is ready, is served without
+// reading the log again; Close drops them. A run of another process
+// sharing the store is followed by reading the log, woken by the store's
+// notifications when domain.Repositories.RunEvents implements
+// domain.RunEventNotifier, and polling every 250 ms otherwise (every
+// second with notifications, in case one is lost).
 //
 // Breaking out of the loop stops watching only. Events read from the log
 // carry payloads as generic JSON values (see Replay); events of a live run
@@ -81,7 +85,14 @@ func (s *Service) watch(ctx context.Context, msg *domain.Message, afterSeq int64
 		}
 		msg = m
 	}
-	if r := s.liveByMessage(msg.ID); r != nil && r.id == msg.RunID {
+	r := s.liveByMessage(msg.ID)
+	if r == nil || r.id != msg.RunID {
+		// A run of this process that just finished is replayed from
+		// memory: its ring and terminal event, or the log for what fell
+		// out of the ring (follow catches up).
+		r = s.finishedByMessage(msg.ID)
+	}
+	if r != nil && r.id == msg.RunID {
 		w := r.subscribe(afterSeq, false)
 		defer r.unsubscribe(w)
 		if s.follow(ctx, r, w, yield) == followCtxDone {
