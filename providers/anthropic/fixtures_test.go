@@ -151,7 +151,7 @@ func checkResponse(t *testing.T, resp *agents.Response, ex expectedStream) {
 	}
 	for i, c := range calls {
 		w := ex.calls[i]
-		if c.ID != w.id || c.Name != w.name || !sameJSON(string(c.Arguments), w.args) {
+		if c.ID != w.id || c.Name != w.name || !providertest.SameJSON(string(c.Arguments), w.args) {
 			t.Errorf("call %d = %s %s %s, want %s %s %s", i, c.ID, c.Name, c.Arguments, w.id, w.name, w.args)
 		}
 	}
@@ -182,16 +182,6 @@ func kindStrings(ks []agents.ItemKind) []string {
 		out[i] = string(k)
 	}
 	return out
-}
-
-func sameJSON(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
 }
 
 // TestVendorFixtures replays every Anthropic stream and message the
@@ -304,7 +294,7 @@ func TestVendorFixtureValues(t *testing.T) {
 			}
 			call, res := resp.Items[0], resp.Items[1]
 			if call.Kind != agents.ItemServerToolCall || call.ID != "srvtoolu_fixture_a_0001" || call.Name != "web_search" ||
-				!sameJSON(string(call.Input), `{"query":"solar eclipse viewing safety news 2026"}`) {
+				!providertest.SameJSON(string(call.Input), `{"query":"solar eclipse viewing safety news 2026"}`) {
 				t.Errorf("server tool call = %+v", call)
 			}
 			if res.Kind != agents.ItemServerToolResult || res.Type != "web_search_tool_result" || res.ID != "srvtoolu_fixture_a_0001" ||
@@ -332,7 +322,7 @@ func TestVendorFixtureValues(t *testing.T) {
 		{"anthropic-python/tool_use_response.txt", func(t *testing.T, resp *agents.Response) {
 			calls := resp.Message.ToolCalls()
 			if len(calls) != 1 || calls[0].ID != "toolu_01NRLabsLyVHZPKxbKvkfSMn" || calls[0].Name != "get_weather" ||
-				!sameJSON(string(calls[0].Arguments), `{"location":"Paris"}`) {
+				!providertest.SameJSON(string(calls[0].Arguments), `{"location":"Paris"}`) {
 				t.Errorf("calls = %+v", calls)
 			}
 			if resp.Stop != agents.StopToolUse || resp.Usage.PromptTokens != 377 || resp.Usage.CompletionTokens != 65 {

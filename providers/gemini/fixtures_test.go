@@ -203,13 +203,7 @@ func gcheck(t *testing.T, resp *agents.Response, err error, w gwant) {
 	if got := resp.Message.Text(); got != w.text {
 		t.Errorf("text = %q, want %q", got, w.text)
 	}
-	var reasoning string
-	for _, p := range resp.Message.Parts {
-		if p.Reasoning != nil {
-			reasoning += p.Reasoning.Text
-		}
-	}
-	if reasoning != w.reasoning {
+	if reasoning := providertest.ReasoningText(resp); reasoning != w.reasoning {
 		t.Errorf("reasoning = %q, want %q", reasoning, w.reasoning)
 	}
 	calls := resp.Message.ToolCalls()
@@ -218,7 +212,7 @@ func gcheck(t *testing.T, resp *agents.Response, err error, w gwant) {
 	}
 	for i, c := range calls {
 		wc := w.calls[i]
-		if c.Name != wc.name || !sameJSON(string(c.Arguments), wc.args) ||
+		if c.Name != wc.name || !providertest.SameJSON(string(c.Arguments), wc.args) ||
 			(wc.id != "" && c.ID != wc.id) || (wc.id == "" && !strings.HasPrefix(c.ID, gemini.SyntheticIDPrefix)) {
 			t.Errorf("call %d = %s %s %s, want %+v", i, c.ID, c.Name, c.Arguments, wc)
 		}
@@ -233,16 +227,6 @@ func gcheck(t *testing.T, resp *agents.Response, err error, w gwant) {
 	if u.PromptTokens != w.prompt || u.CompletionTokens != w.output || u.CachedTokens != w.cached || u.ReasoningTokens != w.thought {
 		t.Errorf("usage = %+v, want prompt %d completion %d cached %d reasoning %d", u, w.prompt, w.output, w.cached, w.thought)
 	}
-}
-
-func sameJSON(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }
 
 func replayModel(t *testing.T, r providertest.Replay) *gemini.Model {

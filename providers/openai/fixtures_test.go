@@ -313,13 +313,7 @@ func check(t *testing.T, resp *agents.Response, w want) {
 	if got := resp.Message.Text(); got != w.text {
 		t.Errorf("text = %q, want %q", got, w.text)
 	}
-	var reasoning string
-	for _, p := range resp.Message.Parts {
-		if p.Reasoning != nil {
-			reasoning += p.Reasoning.Text
-		}
-	}
-	if reasoning != w.reasoning {
+	if reasoning := providertest.ReasoningText(resp); reasoning != w.reasoning {
 		t.Errorf("reasoning = %q, want %q", reasoning, w.reasoning)
 	}
 	calls := resp.Message.ToolCalls()
@@ -347,13 +341,7 @@ func jsonEqual(a, b string) bool {
 	if strings.TrimSpace(b) == "" {
 		b = "{}"
 	}
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
+	return providertest.SameJSON(a, b)
 }
 
 // TestVendorFixtures replays every OpenAI stream and response the vendor's

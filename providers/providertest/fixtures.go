@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -213,4 +214,29 @@ func ItemKinds(r *agents.Response) []agents.ItemKind {
 		out = append(out, it.Kind)
 	}
 	return out
+}
+
+// ReasoningText returns the text of a response's reasoning parts, joined
+// in order.
+func ReasoningText(r *agents.Response) string {
+	var b strings.Builder
+	for _, p := range r.Message.Parts {
+		if p.Reasoning != nil {
+			b.WriteString(p.Reasoning.Text)
+		}
+	}
+	return b.String()
+}
+
+// SameJSON reports whether a and b encode the same JSON value (object
+// member order and spacing aside); when either is not valid JSON it
+// compares them as text.
+func SameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return a == b
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
 }
