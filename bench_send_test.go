@@ -15,6 +15,7 @@ import (
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/bench"
 	"github.com/bichat-go/bichat/providers/scripted"
 )
 
@@ -46,51 +47,10 @@ func benchText(n int) string {
 	return strings.Repeat(filler, n/len(filler)+1)[:n]
 }
 
-type benchSalesIn struct {
-	Region string `json:"region"`
-	Year   int    `json:"year" jsonschema:"minimum=2000,maximum=2100"`
-}
-
-type benchSalesOut struct {
-	Region string  `json:"region"`
-	Total  float64 `json:"total"`
-	Orders int     `json:"orders"`
-}
-
-type benchFXIn struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-type benchFXOut struct {
-	Rate float64 `json:"rate"`
-}
-
-type benchNoteIn struct {
-	Text string `json:"text"`
-}
-
 // benchTools returns three cheap tools, two of them parallel-safe.
 func benchTools(tb testing.TB) []agents.Tool {
 	tb.Helper()
-	sales, err := agents.NewTool("sales_total", "Total sales of a region in a year.",
-		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
-			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
-		}, agents.WithParallel())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fx, err := agents.NewTool("fx_rate", "Exchange rate between two currencies.",
-		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
-			return benchFXOut{Rate: 1.0842}, nil
-		}, agents.WithParallel())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	note, err := agents.NewTool("save_note", "Saves a note to the scratchpad.",
-		func(_ context.Context, in benchNoteIn) (string, error) {
-			return "saved", nil
-		})
+	sales, fx, note, err := bench.Tools()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -100,11 +60,7 @@ func benchTools(tb testing.TB) []agents.Tool {
 var (
 	benchFirst  = benchText(benchFirstText)
 	benchAnswer = benchText(benchAnswerText)
-	benchCalls  = []scripted.Call{
-		{ID: "call_1", Name: "sales_total", Args: `{"region":"EMEA","year":2025}`},
-		{ID: "call_2", Name: "fx_rate", Args: `{"from":"EUR","to":"USD"}`},
-		{ID: "call_3", Name: "save_note", Args: `{"text":"EMEA 2025 in USD"}`},
-	}
+	benchCalls  = bench.Calls()
 )
 
 // benchModel answers every question with the tool-call turn, and every

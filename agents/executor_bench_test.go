@@ -9,32 +9,9 @@ import (
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/hooks"
+	"github.com/bichat-go/bichat/internal/bench"
 	"github.com/bichat-go/bichat/providers/scripted"
 )
-
-type benchSalesIn struct {
-	Region string `json:"region"`
-	Year   int    `json:"year" jsonschema:"minimum=2000,maximum=2100"`
-}
-
-type benchSalesOut struct {
-	Region string  `json:"region"`
-	Total  float64 `json:"total"`
-	Orders int     `json:"orders"`
-}
-
-type benchFXIn struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-type benchFXOut struct {
-	Rate float64 `json:"rate"`
-}
-
-type benchNoteIn struct {
-	Text string `json:"text"`
-}
 
 // benchHistory returns n alternating user and assistant messages of about
 // 200 bytes each.
@@ -55,18 +32,10 @@ func benchHistory(n int) []agents.Message {
 
 // benchTools returns the three benchmark tools: two parallel-safe, one not.
 func benchTools() (sales, fx, note agents.Tool) {
-	sales = mustTool(agents.NewTool("sales_total", "Total sales of a region in a year.",
-		func(_ context.Context, in benchSalesIn) (benchSalesOut, error) {
-			return benchSalesOut{Region: in.Region, Total: 1234567.5, Orders: 321}, nil
-		}, agents.WithParallel()))
-	fx = mustTool(agents.NewTool("fx_rate", "Exchange rate between two currencies.",
-		func(_ context.Context, in benchFXIn) (benchFXOut, error) {
-			return benchFXOut{Rate: 1.0842}, nil
-		}, agents.WithParallel()))
-	note = mustTool(agents.NewTool("save_note", "Saves a note to the scratchpad.",
-		func(_ context.Context, in benchNoteIn) (string, error) {
-			return "saved", nil
-		}))
+	sales, fx, note, err := bench.Tools()
+	if err != nil {
+		panic(err)
+	}
 	return sales, fx, note
 }
 
@@ -77,11 +46,7 @@ func benchSetup(b *testing.B, bus *hooks.Bus) (*agents.Executor, *scripted.Model
 	b.Helper()
 	sales, fx, note := benchTools()
 	m := &scripted.Model{ChunkSize: 32, Turns: []scripted.Turn{
-		{Text: "Let me fetch the figures.", ToolCalls: []scripted.Call{
-			{ID: "call_1", Name: "sales_total", Args: `{"region":"EMEA","year":2025}`},
-			{ID: "call_2", Name: "fx_rate", Args: `{"from":"EUR","to":"USD"}`},
-			{ID: "call_3", Name: "save_note", Args: `{"text":"EMEA 2025 in USD"}`},
-		}},
+		{Text: "Let me fetch the figures.", ToolCalls: bench.Calls()},
 		{Text: "EMEA sales in 2025 were 1.34 M$ over 321 orders."},
 	}}
 	e, err := agents.NewExecutor(agents.Config{Model: m, System: "You are a data analyst.", Bus: bus,
