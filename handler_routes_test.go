@@ -501,42 +501,7 @@ func TestHandlerApproveAndDeny(t *testing.T) {
 func TestHandlerSSEResumeAfterDisconnect(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t)
-	s := f.session(t, "alice")
-	out := f.ask(t, "alice", s.ID, "Take your time [slow]")
-	id := out.AssistantMessage.ID
-
-	st := f.openStream(t, "alice", id, -1, false)
-	if st.res.StatusCode != http.StatusOK {
-		t.Fatalf("stream: %d", st.res.StatusCode)
-	}
-	var first []sseEvent
-	for len(first) < 5 {
-		ev, err := st.next()
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		first = append(first, ev)
-	}
-	st.close() // the client goes away mid-answer
-	sseConsecutive(t, first, 1)
-	if last(first).name == bichat.SSEMessageComplete {
-		t.Fatal("the run was over before the disconnect; make it slower")
-	}
-
-	st = f.openStream(t, "alice", id, last(first).seq(t), true)
-	rest := st.all(t)
-	all := append(slices.Clone(first), rest...)
-	sseConsecutive(t, all, 1)
-	if last(all).name != bichat.SSEMessageComplete {
-		t.Fatalf("resumed stream ends with %s: %v", last(all).name, compact(names(all)))
-	}
-	if got := textOf(all, t); got != slowText {
-		t.Fatalf("text across the reconnect = %q, want %q", got, slowText)
-	}
-	if done := payload[bichat.EventComplete](t, last(all)); done.Text != slowText {
-		t.Fatalf("message_complete text = %q", done.Text)
-	}
-	f.waitStatus(t, "alice", id, domain.StatusComplete)
+	resumeAcross(t, f, f)
 }
 
 // One run per session: a second question while the first is answered is

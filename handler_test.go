@@ -501,3 +501,36 @@ func (f *httpFixture) waitStatus(t testing.TB, user, messageID string, status do
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// resumeAcross reads part of a slow run's stream from one handler,
+// disconnects, resumes on another (or the same) with Last-Event-ID and
+// checks the whole: no gap, no duplicate, the full text, the terminal
+// event.
+func resumeAcross(t *testing.T, from, to *httpFixture) {
+	t.Helper()
+	s := from.session(t, "alice")
+	id := from.ask(t, "alice", s.ID, "Take your time [slow]").AssistantMessage.ID
+	st := from.openStream(t, "alice", id, -1, false)
+	if st.res.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", st.res.StatusCode)
+	}
+	first := readN(t, st, 5)
+	st.close() // the client goes away mid-answer
+	sseConsecutive(t, first, 1)
+	if last(first).name == bichat.SSEMessageComplete {
+		t.Fatal("the run was over before the disconnect; make it slower")
+	}
+	rest := to.openStream(t, "alice", id, last(first).seq(t), true).all(t)
+	all := append(slices.Clone(first), rest...)
+	sseConsecutive(t, all, 1)
+	if last(all).name != bichat.SSEMessageComplete {
+		t.Fatalf("resumed stream ends with %s: %v", last(all).name, compact(names(all)))
+	}
+	if got := textOf(all, t); got != slowText {
+		t.Fatalf("text across the reconnect = %q, want %q", got, slowText)
+	}
+	if done := payload[bichat.EventComplete](t, last(all)); done.Text != slowText {
+		t.Fatalf("message_complete text = %q", done.Text)
+	}
+	to.waitStatus(t, "alice", id, domain.StatusComplete)
+}
