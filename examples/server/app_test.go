@@ -44,9 +44,15 @@ func newServer(t *testing.T, opts Options) (*App, *httptest.Server) {
 	return app, srv
 }
 
-// call sends a JSON request and decodes a JSON answer into out (when not
-// nil), failing the test unless the status is want.
+// call sends a JSON request to srv and decodes a JSON answer into out
+// (when not nil), failing the test unless the status is want.
 func call(t *testing.T, srv *httptest.Server, method, path string, body any, want int, out any) {
+	t.Helper()
+	callAt(t, srv.Client(), srv.URL, method, path, body, want, out)
+}
+
+// callAt is call for a server at base, reached through client.
+func callAt(t *testing.T, client *http.Client, base, method, path string, body any, want int, out any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -56,25 +62,25 @@ func call(t *testing.T, srv *httptest.Server, method, path string, body any, wan
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := srv.Client().Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s%s: %v", method, base, path, err)
 	}
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
 	if res.StatusCode != want {
-		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, res.StatusCode, want, data)
+		t.Fatalf("%s %s%s: status %d, want %d; body %s", method, base, path, res.StatusCode, want, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+			t.Fatalf("%s %s%s: decode %s: %v", method, base, path, data, err)
 		}
 	}
 }
@@ -158,13 +164,19 @@ func find(t *testing.T, evs []sseEvent, name string, v any) {
 // the session and the answer's message ids.
 func ask(t *testing.T, srv *httptest.Server, sessionID, text string) (string, string) {
 	t.Helper()
+	return askAt(t, srv.Client(), srv.URL, sessionID, text)
+}
+
+// askAt is ask for a server at base, reached through client.
+func askAt(t *testing.T, client *http.Client, base, sessionID, text string) (string, string) {
+	t.Helper()
 	if sessionID == "" {
 		var s bichat.SessionView
-		call(t, srv, http.MethodPost, "/api/sessions", map[string]string{}, http.StatusCreated, &s)
+		callAt(t, client, base, http.MethodPost, "/api/sessions", map[string]string{}, http.StatusCreated, &s)
 		sessionID = s.ID
 	}
 	var r bichat.PostMessageResponse
-	call(t, srv, http.MethodPost, "/api/sessions/"+sessionID+"/messages", bichat.PostMessageRequest{Text: text}, http.StatusAccepted, &r)
+	callAt(t, client, base, http.MethodPost, "/api/sessions/"+sessionID+"/messages", bichat.PostMessageRequest{Text: text}, http.StatusAccepted, &r)
 	return sessionID, r.AssistantMessage.ID
 }
 

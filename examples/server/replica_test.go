@@ -482,54 +482,16 @@ func (r *replica) kill(t *testing.T) {
 // replicaClient serves the requests of the test other than event streams.
 var replicaClient = &http.Client{Timeout: 15 * time.Second}
 
-// replicaCall sends a JSON request to a replica and decodes its JSON
-// answer into out (when not nil), failing the test unless the status is
-// want.
+// replicaCall is call for the replica at base.
 func replicaCall(t *testing.T, base, method, path string, body any, want int, out any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := replicaClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s%s: %v", method, base, path, err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		t.Fatalf("%s %s%s: status %d, want %d; body %s", method, base, path, res.StatusCode, want, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s%s: decode %s: %v", method, base, path, data, err)
-		}
-	}
+	callAt(t, replicaClient, base, method, path, body, want, out)
 }
 
-// replicaAsk creates a session on the replica at base (unless sessionID
-// is set), posts text and returns the session and the answer's ids.
+// replicaAsk is ask for the replica at base.
 func replicaAsk(t *testing.T, base, sessionID, text string) (string, string) {
 	t.Helper()
-	if sessionID == "" {
-		var s bichat.SessionView
-		replicaCall(t, base, http.MethodPost, "/api/sessions", map[string]string{}, http.StatusCreated, &s)
-		sessionID = s.ID
-	}
-	var r bichat.PostMessageResponse
-	replicaCall(t, base, http.MethodPost, "/api/sessions/"+sessionID+"/messages", bichat.PostMessageRequest{Text: text}, http.StatusAccepted, &r)
-	return sessionID, r.AssistantMessage.ID
+	return askAt(t, replicaClient, base, sessionID, text)
 }
 
 // liveStream reads a message's event stream as the events arrive.
