@@ -1,8 +1,11 @@
 package bichat
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/bichat-go/bichat/agents"
@@ -45,6 +48,12 @@ type Config struct {
 	Bus *hooks.Bus
 	// Limits bound history, records and run time.
 	Limits Limits
+	// Attributes maps the caller of each question to the data-scoping
+	// attributes its tool calls carry (agents.CallInfo.Attributes): the
+	// PostgreSQL data adapter sets them as transaction-local settings for
+	// row-level security (see tools/sqldb/postgres Options.Settings). Nil
+	// means DefaultAttributes. An error refuses the question.
+	Attributes func(ctx context.Context, p domain.Principal) (map[string]string, error)
 	// Logger reports problems that do not fail a call, such as a run-log
 	// write error; nil means slog.Default().
 	Logger *slog.Logger
@@ -157,4 +166,32 @@ func (c *Config) normalize() error {
 		c.Agent.Now = c.Now
 	}
 	return nil
+}
+
+// DefaultAttributes are the data-scoping attributes of a principal when
+// Config.Attributes is nil: "tenant_id", "user_id" and, when it has roles,
+// "roles" (comma-separated).
+func DefaultAttributes(_ context.Context, p domain.Principal) (map[string]string, error) {
+	m := map[string]string{"tenant_id": p.TenantID, "user_id": p.UserID}
+	if len(p.Roles) > 0 {
+		roles := make([]string, len(p.Roles))
+		for i, r := range p.Roles {
+			roles[i] = string(r)
+		}
+		m["roles"] = strings.Join(roles, ",")
+	}
+	return m, nil
+}
+
+// attributes returns the data-scoping attributes of p.
+func (s *Service) attributes(ctx context.Context, p domain.Principal) (map[string]string, error) {
+	f := s.cfg.Attributes
+	if f == nil {
+		f = DefaultAttributes
+	}
+	m, err := f(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("bichat: data-scoping attributes of %s/%s: %w", p.TenantID, p.UserID, err)
+	}
+	return m, nil
 }

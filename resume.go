@@ -111,8 +111,8 @@ func (s *Service) Resume(ctx context.Context, p domain.Principal, messageID stri
 	return func(yield func(agents.Event, error) bool) {
 		s.continueRun(ctx, p, messageID, domain.CheckpointQuestion, opts, yield,
 			func(exec *agents.Executor, cp *agents.Checkpoint) error { return exec.ValidateAnswers(cp, answers) },
-			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
-				return exec.Resume(rctx, cp, answers, agents.WithRunID(runID))
+			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, ro []agents.ResumeOption) iter.Seq2[agents.Event, error] {
+				return exec.Resume(rctx, cp, answers, ro...)
 			})
 	}
 }
@@ -146,11 +146,11 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 				}
 				return exec.VerifyDecision(cp, d)
 			},
-			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, runID string) iter.Seq2[agents.Event, error] {
+			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, ro []agents.ResumeOption) iter.Seq2[agents.Event, error] {
 				if approve {
-					return exec.Approve(rctx, cp, d, agents.WithRunID(runID))
+					return exec.Approve(rctx, cp, d, ro...)
 				}
-				return exec.Deny(rctx, cp, d, agents.WithRunID(runID))
+				return exec.Deny(rctx, cp, d, ro...)
 			})
 	}
 }
@@ -161,12 +161,17 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 // the run.
 func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID string, kind domain.CheckpointKind,
 	opts []SendOption, yield func(agents.Event, error) bool, check func(*agents.Executor, *agents.Checkpoint) error,
-	start func(context.Context, *agents.Executor, *agents.Checkpoint, string) iter.Seq2[agents.Event, error]) {
+	start func(context.Context, *agents.Executor, *agents.Checkpoint, []agents.ResumeOption) iter.Seq2[agents.Event, error]) {
 	o := sendOpts(opts)
 	if o.state != nil {
 		ctx = context.WithValue(ctx, stateKey{}, o.state)
 	}
 	if err := authorize(p, domain.PermWrite); err != nil {
+		yield(nil, err)
+		return
+	}
+	attrs, err := s.attributes(ctx, p)
+	if err != nil {
 		yield(nil, err)
 		return
 	}
@@ -237,7 +242,7 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 	runID := msg.RunID
 	r := s.newRunner(ctx, p, sess, msg, rec, st.live, st.leased)
 	r.start(ctx, o.cancelOnStop, yield, func(rctx context.Context) iter.Seq2[agents.Event, error] {
-		return start(rctx, exec, cp, runID)
+		return start(rctx, exec, cp, []agents.ResumeOption{agents.WithRunID(runID), agents.WithAttributes(attrs)})
 	})
 }
 

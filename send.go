@@ -56,6 +56,11 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
 		}
+		attrs, err := s.attributes(ctx, p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		st, user, history, err := s.prepareSend(ctx, p, sessionID, text)
 		if err != nil {
 			yield(nil, err)
@@ -72,6 +77,8 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 			MessageID: asst.ID,
 			History:   history,
 			Message:   agents.Message{Role: domain.RoleUser, Parts: user.Parts},
+
+			Attributes: attrs,
 		}
 		model := st.sess.Model
 		r.start(ctx, o.cancelOnStop, yield, func(rctx context.Context) iter.Seq2[agents.Event, error] {

@@ -352,7 +352,7 @@ func (r *run) runTool(j *callJob, sem chan struct{}) {
 			RunID: r.in.RunID, ParentRunID: r.in.ParentRunID,
 			TenantID: r.in.TenantID, UserID: r.in.UserID,
 			SessionID: r.in.SessionID, MessageID: r.in.MessageID,
-			CallID: j.call.ID, Tool: j.call.Name,
+			CallID: j.call.ID, Tool: j.call.Name, Attributes: r.in.Attributes,
 		}), j.call.Arguments)
 		done <- toolOutcome{res: res, err: err}
 	}()

@@ -17,6 +17,11 @@ type CallInfo struct {
 	CallID string
 	// Tool is the called tool's name.
 	Tool string
+	// Attributes are the caller's data-scoping attributes (Input.Attributes:
+	// tenant, user, roles, region, ... as the host maps its principal).
+	// Data tools pass them to the database, e.g. as transaction-local
+	// settings that row-level security policies read. Do not modify.
+	Attributes map[string]string
 }
 
 type callInfoKey struct{}

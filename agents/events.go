@@ -160,6 +160,9 @@ type UsageReported struct {
 	// Total sums the run's model calls so far.
 	Total   domain.Usage `json:"total"`
 	CostUSD float64      `json:"cost_usd"`
+	// TotalCostUSD sums the cost of the run's model calls so far (across
+	// resumptions).
+	TotalCostUSD float64 `json:"total_cost_usd,omitempty"`
 }
 
 // FinishReason says why a run finished.
@@ -188,10 +191,12 @@ type RunFinished struct {
 	Text   string       `json:"text"`
 	Reason FinishReason `json:"reason"`
 	// Note explains a limit that ended the run; empty otherwise.
-	Note      string       `json:"note,omitempty"`
-	Usage     domain.Usage `json:"usage"`
-	Turns     int          `json:"turns"`
-	ToolCalls int          `json:"tool_calls"`
+	Note  string       `json:"note,omitempty"`
+	Usage domain.Usage `json:"usage"`
+	// CostUSD prices the run's model calls (across resumptions).
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	Turns     int     `json:"turns"`
+	ToolCalls int     `json:"tool_calls"`
 	// Messages is the run's transcript, starting with the user turn (also
 	// on resumed runs, whose transcript includes the interrupted part),
 	// then assistant messages and tool results, in order.

@@ -197,9 +197,11 @@ type Checkpoint struct {
 	Turn         int                  `json:"turn"`
 	ToolCalls    int                  `json:"tool_calls"`
 	// LimitHit records that the tool-call cap was reached in this run.
-	LimitHit  bool         `json:"limit_hit,omitempty"`
-	Usage     domain.Usage `json:"usage"`
-	CreatedAt time.Time    `json:"created_at"`
+	LimitHit bool         `json:"limit_hit,omitempty"`
+	Usage    domain.Usage `json:"usage"`
+	// CostUSD is what the run's model calls cost up to the interrupt.
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // PendingCall is the tool call an interrupt waits on.

@@ -22,6 +22,7 @@ type state struct {
 	toolCalls int
 	limitHit  bool
 	usage     domain.Usage
+	cost      float64
 }
 
 type pendingResolution struct {
@@ -47,6 +48,11 @@ type run struct {
 	pendingResolution *pendingResolution
 	// lastUsage is the usage of the run's previous model call.
 	lastUsage domain.Usage
+	// firstChunk is when the current model call's first chunk arrived.
+	firstChunk time.Time
+	// text and reasoning hold streamed text back to the end of the
+	// current word when Config.Redact is set.
+	text, reasoning textHold
 }
 
 // errStopped unwinds a run whose consumer stopped ranging.
@@ -78,6 +84,9 @@ func (r *run) emit(ev Event) error {
 	if r.stopped {
 		return errStopped
 	}
+	if f := r.e.cfg.Redact; f != nil {
+		redactEvent(ev, f)
+	}
 	r.seq++
 	h := ev.Header()
 	h.RunID = r.in.RunID
@@ -100,6 +109,9 @@ func (r *run) emit(ev Event) error {
 func (r *run) forward(ev Event, agent string) error {
 	if r.stopped {
 		return errStopped
+	}
+	if f := r.e.cfg.Redact; f != nil {
+		redactEvent(ev, f)
 	}
 	r.seq++
 	h := ev.Header()
@@ -237,11 +249,11 @@ func (r *run) loop() error {
 }
 
 func (r *run) finish(text string, reason FinishReason, note string) error {
-	ev := &RunFinished{Text: text, Reason: reason, Note: note, Usage: r.st.usage, Turns: r.st.turn,
+	ev := &RunFinished{Text: text, Reason: reason, Note: note, Usage: r.st.usage, CostUSD: r.st.cost, Turns: r.st.turn,
 		ToolCalls: r.st.toolCalls, Messages: r.runMessages()}
 	if r.e.cfg.Bus != nil {
 		r.publish(&hooks.AgentFinish{Meta: r.meta(), Agent: r.e.cfg.Name, Reason: string(reason), Turns: r.st.turn,
-			ToolCalls: r.st.toolCalls, Usage: r.st.usage, Duration: r.e.cfg.Now().Sub(r.started)})
+			ToolCalls: r.st.toolCalls, Usage: r.st.usage, CostUSD: r.st.cost, Duration: r.e.cfg.Now().Sub(r.started)})
 	}
 	// The run is over whether or not the consumer reads this last event; a
 	// consumer that stops here must not turn it into a failure (agent.error
@@ -332,14 +344,23 @@ func (e *transientError) Retryable() bool { return true }
 func (r *run) callModel(wrapUp bool) (*Response, error) {
 	cfg := &r.e.cfg
 	tc := &TurnContext{Input: r.in, Turn: r.st.turn, WrapUp: wrapUp, System: r.st.system,
-		History: r.st.history, Messages: r.st.messages, Tools: r.e.specs, Options: cfg.Options, PrevUsage: r.lastUsage}
+		History: r.st.history, Messages: r.st.messages, Tools: r.e.specs, Options: cfg.Options, PrevUsage: r.lastUsage,
+		Usage: r.st.usage, CostUSD: r.st.cost}
 	if wrapUp {
 		tc.Options.ToolChoice = ToolChoice{Mode: ToolChoiceNone}
 		tc.System += wrapUpNote
 	}
+	if cfg.Guard != nil {
+		if err := cfg.Guard(r.ctx, tc); err != nil {
+			return nil, err
+		}
+	}
 	req, err := r.e.builder.BuildRequest(r.ctx, tc)
 	if err != nil {
 		return nil, fmt.Errorf("agents: build request: %w", err)
+	}
+	if cfg.Redact != nil {
+		req = redactRequest(req, cfg.Redact)
 	}
 	for attempt := 1; ; attempt++ {
 		if cfg.Bus != nil {
@@ -347,7 +368,12 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 				Turn: r.st.turn, Attempt: attempt, Messages: len(req.Messages), Tools: len(req.Tools)})
 		}
 		start := cfg.Now()
+		r.firstChunk = time.Time{}
 		resp, emitted, err := r.stream(req)
+		var ttft time.Duration
+		if !r.firstChunk.IsZero() {
+			ttft = r.firstChunk.Sub(start)
+		}
 		if errors.Is(err, errStopped) {
 			return nil, err
 		}
@@ -355,19 +381,22 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 			r.st.usage = r.st.usage.Add(resp.Usage)
 			r.lastUsage = resp.Usage
 			cost := r.e.info.Pricing.Cost(resp.Usage)
+			r.st.cost += cost
 			if cfg.Bus != nil {
 				r.publish(&hooks.LLMResponse{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,
 					Turn: r.st.turn, Attempt: attempt, Usage: resp.Usage, StopReason: string(resp.Stop),
-					ToolCalls: len(resp.Message.ToolCalls()), Duration: cfg.Now().Sub(start), CostUSD: cost})
+					ToolCalls: len(resp.Message.ToolCalls()), Duration: cfg.Now().Sub(start), CostUSD: cost,
+					TimeToFirstToken: ttft})
 			}
-			if err := r.emit(&UsageReported{Turn: r.st.turn, Usage: resp.Usage, Total: r.st.usage, CostUSD: cost}); err != nil {
+			if err := r.emit(&UsageReported{Turn: r.st.turn, Usage: resp.Usage, Total: r.st.usage, CostUSD: cost,
+				TotalCostUSD: r.st.cost}); err != nil {
 				return nil, err
 			}
 			return resp, nil
 		}
 		if cfg.Bus != nil {
 			r.publish(&hooks.LLMResponse{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,
-				Turn: r.st.turn, Attempt: attempt, Duration: cfg.Now().Sub(start), Err: err})
+				Turn: r.st.turn, Attempt: attempt, Duration: cfg.Now().Sub(start), TimeToFirstToken: ttft, Err: err})
 		}
 		if cerr := r.ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -390,6 +419,9 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 		if serr != nil {
 			return nil, emitted, serr
 		}
+		if r.firstChunk.IsZero() {
+			r.firstChunk = r.e.cfg.Now()
+		}
 		if err := acc.Add(c); err != nil {
 			return nil, emitted, err
 		}
@@ -397,20 +429,23 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 		case ChunkText:
 			if c.Text != "" {
 				emitted = true
-				if err := r.emit(&TextDelta{Text: c.Text}); err != nil {
+				if err := r.emitText(c.Text, false); err != nil {
 					return nil, emitted, err
 				}
 			}
 		case ChunkReasoning:
 			if c.Text != "" {
 				emitted = true
-				if err := r.emit(&ReasoningDelta{Text: c.Text}); err != nil {
+				if err := r.emitText(c.Text, true); err != nil {
 					return nil, emitted, err
 				}
 			}
 		case ChunkItem:
 			if c.Item != nil {
 				emitted = true
+				if err := r.flushText(); err != nil {
+					return nil, emitted, err
+				}
 				if err := r.emit(&ProviderItemReported{Item: *c.Item}); err != nil {
 					return nil, emitted, err
 				}
@@ -420,8 +455,42 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 	if err := r.ctx.Err(); err != nil {
 		return nil, emitted, err
 	}
+	if err := r.flushText(); err != nil {
+		return nil, emitted, err
+	}
 	resp, err = acc.Response()
 	return resp, emitted, err
+}
+
+// emitText yields a text or reasoning delta; with Config.Redact set it
+// holds the text back to the end of the current word (see textHold).
+func (r *run) emitText(text string, reasoning bool) error {
+	if r.e.cfg.Redact != nil {
+		h := &r.text
+		if reasoning {
+			h = &r.reasoning
+		}
+		if text = h.take(text); text == "" {
+			return nil
+		}
+	}
+	if reasoning {
+		return r.emit(&ReasoningDelta{Text: text})
+	}
+	return r.emit(&TextDelta{Text: text})
+}
+
+// flushText yields the text held back by emitText.
+func (r *run) flushText() error {
+	if t := r.reasoning.flush(); t != "" {
+		if err := r.emit(&ReasoningDelta{Text: t}); err != nil {
+			return err
+		}
+	}
+	if t := r.text.flush(); t != "" {
+		return r.emit(&TextDelta{Text: t})
+	}
+	return nil
 }
 
 func resultPart(c domain.ToolCall, content string, isError bool) domain.Part {
@@ -459,12 +528,13 @@ func (r *run) interrupt(ii *interruptInfo) {
 		ToolCalls:    r.st.toolCalls,
 		LimitHit:     r.st.limitHit,
 		Usage:        r.st.usage,
+		CostUSD:      r.st.cost,
 		CreatedAt:    r.e.cfg.Now(),
 	}
 	if r.e.cfg.Bus != nil {
 		r.publish(&hooks.Interrupt{Meta: r.meta(), Reason: string(ii.kind), Tool: ii.call.Name, CallID: ii.call.ID})
 		r.publish(&hooks.AgentFinish{Meta: r.meta(), Agent: r.e.cfg.Name, Reason: "interrupted", Turns: r.st.turn,
-			ToolCalls: r.st.toolCalls, Usage: r.st.usage, Duration: r.e.cfg.Now().Sub(r.started)})
+			ToolCalls: r.st.toolCalls, Usage: r.st.usage, CostUSD: r.st.cost, Duration: r.e.cfg.Now().Sub(r.started)})
 	}
 	_ = r.emit(&Interrupted{Kind: ii.kind, Questions: ii.questions, Confirmation: ii.conf, Checkpoint: cp})
 }

@@ -193,6 +193,9 @@ type MessageMetadata struct {
 	ToolCalls []ToolCallRecord `json:"tool_calls,omitempty"`
 	// Usage is the token usage summed over the run's model calls.
 	Usage Usage `json:"usage"`
+	// CostUSD prices Usage with the models' prices (US dollars; 0 when
+	// the prices are unknown).
+	CostUSD float64 `json:"cost_usd,omitempty"`
 	// DatasetsUsed lists the datasets the run's tools touched, deduplicated.
 	DatasetsUsed []string `json:"datasets_used,omitempty"`
 	// StopReason says why the run ended ("end_turn", "final_answer",

@@ -28,6 +28,12 @@ const (
 	KindSessionDelete  Kind = "session.delete"
 	KindMessageSave    Kind = "message.save"
 	KindInterrupt      Kind = "interrupt"
+	KindSQLQuery       Kind = "sqldb.query"
+	KindSandboxRun     Kind = "sandbox.run"
+	KindArtifactSave   Kind = "artifact.save"
+	KindDecision       Kind = "policy.decision"
+	KindBudgetExceeded Kind = "budget.exceeded"
+	KindQuotaExceeded  Kind = "quota.exceeded"
 )
 
 // Event is anything published on the bus. Kind must not depend on the
@@ -72,11 +78,13 @@ type AgentFinish struct {
 	Agent string `json:"agent,omitempty"`
 	// Reason is the run's finish reason ("end_turn", "final_answer",
 	// "max_turns", "tool_limit", "interrupted").
-	Reason    string        `json:"reason"`
-	Turns     int           `json:"turns"`
-	ToolCalls int           `json:"tool_calls"`
-	Usage     domain.Usage  `json:"usage"`
-	Duration  time.Duration `json:"duration"`
+	Reason    string       `json:"reason"`
+	Turns     int          `json:"turns"`
+	ToolCalls int          `json:"tool_calls"`
+	Usage     domain.Usage `json:"usage"`
+	// CostUSD prices the run's model calls (across resumptions).
+	CostUSD  float64       `json:"cost_usd,omitempty"`
+	Duration time.Duration `json:"duration"`
 }
 
 // Kind returns KindAgentFinish.
@@ -122,7 +130,10 @@ type LLMResponse struct {
 	Duration   time.Duration `json:"duration"`
 	// CostUSD is computed from the model's prices, 0 when they are unknown.
 	CostUSD float64 `json:"cost_usd"`
-	Err     error   `json:"-"`
+	// TimeToFirstToken is the time from sending the request to the first
+	// streamed chunk; 0 when nothing arrived.
+	TimeToFirstToken time.Duration `json:"time_to_first_token,omitempty"`
+	Err              error         `json:"-"`
 }
 
 // Kind returns KindLLMResponse.
@@ -226,6 +237,15 @@ type MessageSave struct {
 	Role   domain.Role          `json:"role"`
 	Status domain.MessageStatus `json:"status"`
 	Usage  domain.Usage         `json:"usage"`
+	// CostUSD is what the message's model calls cost so far (assistant
+	// messages).
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Text is the message's text: the question of a user message, the
+	// answer of a complete assistant message. Handlers that keep records
+	// (the audit chain) use it; the slog handler logs only its length.
+	Text string `json:"text,omitempty"`
+	// ErrorCode is the failure code of a failed message.
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // Kind returns KindMessageSave.
@@ -242,3 +262,138 @@ type Interrupt struct {
 
 // Kind returns KindInterrupt.
 func (*Interrupt) Kind() Kind { return KindInterrupt }
+
+// SQLQuery is published by the data tools (tools/sqldb) for every
+// statement they run or refuse: which tool, the statement, rows fetched,
+// truncation, duration, and the error kind when it failed ("rejected" for
+// a statement the read-only policy refused before it reached the
+// database). The executor's tool.start and tool.finish events carry the
+// call itself.
+type SQLQuery struct {
+	Meta
+	CallID    string        `json:"call_id,omitempty"`
+	Tool      string        `json:"tool"`
+	Dialect   string        `json:"dialect"`
+	SQL       string        `json:"sql,omitempty"`
+	Rows      int           `json:"rows"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Duration  time.Duration `json:"duration"`
+	// Error is the error kind (sqldb.Kind: "rejected", "syntax",
+	// "timeout", ...); empty on success.
+	Error string `json:"error,omitempty"`
+	// Reason is the refusal's or failure's message, when Error is set.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Kind returns KindSQLQuery.
+func (*SQLQuery) Kind() Kind { return KindSQLQuery }
+
+// SandboxRun is published by the Python tool (tools/python) after each
+// sandbox job.
+type SandboxRun struct {
+	Meta
+	CallID string `json:"call_id,omitempty"`
+	// Outcome is "ok" (exit 0), "error" (non-zero exit), "timeout",
+	// "oom", "killed" (a signal) or "failed" (the sandbox could not run
+	// the job).
+	Outcome  string        `json:"outcome"`
+	ExitCode int           `json:"exit_code"`
+	Duration time.Duration `json:"duration"`
+	// Files is the number of files the job produced.
+	Files int `json:"files,omitempty"`
+	// Unenforced lists limits the sandbox could not enforce (see
+	// sandbox.Output.Unenforced).
+	Unenforced []string `json:"unenforced,omitempty"`
+}
+
+// Kind returns KindSandboxRun.
+func (*SandboxRun) Kind() Kind { return KindSandboxRun }
+
+// ArtifactSave is published when the service records an artifact a tool
+// produced (a chart, a workbook, a report).
+type ArtifactSave struct {
+	Meta
+	CallID     string `json:"call_id,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	ArtifactID string `json:"artifact_id"`
+	Name       string `json:"name"`
+	MediaType  string `json:"media_type"`
+	// SHA256 is the hex SHA-256 of the content (domain.ContentHash).
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Kind returns KindArtifactSave.
+func (*ArtifactSave) Kind() Kind { return KindArtifactSave }
+
+// Decision kinds of a Decision event.
+const (
+	DecisionApproved = "approved"
+	DecisionDenied   = "denied"
+	DecisionRefused  = "refused"
+)
+
+// Decision is published when a policy decides about an action: the user
+// approved or denied a confirmation, or a guard refused something (a
+// budget, a quota). Rejected SQL statements are SQLQuery events with
+// Error "rejected".
+type Decision struct {
+	Meta
+	// Policy names what decided: "confirmation", "budget", "quota".
+	Policy string `json:"policy"`
+	// Outcome is DecisionApproved, DecisionDenied or DecisionRefused.
+	Outcome string `json:"outcome"`
+	Tool    string `json:"tool,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
+	// Reason is the user's reason for a denial or the guard's message.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Kind returns KindDecision.
+func (*Decision) Kind() Kind { return KindDecision }
+
+// Budget scopes of a BudgetExceeded event.
+const (
+	BudgetMessage   = "message"
+	BudgetSession   = "session"
+	BudgetTenantDay = "tenant_day"
+)
+
+// BudgetExceeded is published when a run stops because a spending budget
+// is used up: no further model call is made.
+type BudgetExceeded struct {
+	Meta
+	// Scope is BudgetMessage, BudgetSession or BudgetTenantDay.
+	Scope string `json:"scope"`
+	// LimitUSD is the budget; SpentUSD what the scope had spent when the
+	// run was stopped.
+	LimitUSD float64 `json:"limit_usd"`
+	SpentUSD float64 `json:"spent_usd"`
+}
+
+// Kind returns KindBudgetExceeded.
+func (*BudgetExceeded) Kind() Kind { return KindBudgetExceeded }
+
+// QuotaExceeded is published when a request is refused by a quota or
+// rate limit.
+type QuotaExceeded struct {
+	Meta
+	// Scope is "tenant" or "user"; Limit is "requests_per_minute",
+	// "tokens_per_minute" or "concurrent_runs".
+	Scope      string        `json:"scope"`
+	Limit      string        `json:"limit"`
+	RetryAfter time.Duration `json:"retry_after"`
+}
+
+// Kind returns KindQuotaExceeded.
+func (*QuotaExceeded) Kind() Kind { return KindQuotaExceeded }
+
+// Fallback is implemented by events that report a switch from one model
+// to the next (providers.FallbackEvent), so handlers below the providers
+// layer (metrics, traces) can count them.
+type Fallback interface {
+	Event
+	// FallbackModels returns the provider and name of the model that
+	// failed and of the one tried next.
+	FallbackModels() (fromProvider, fromModel, toProvider, toModel string)
+}

@@ -32,6 +32,13 @@ type FallbackEvent struct {
 // Kind returns KindModelFallback.
 func (*FallbackEvent) Kind() hooks.Kind { return KindModelFallback }
 
+// FallbackModels implements hooks.Fallback.
+func (e *FallbackEvent) FallbackModels() (fromProvider, fromModel, toProvider, toModel string) {
+	return e.From.Provider, e.From.Name, e.To.Provider, e.To.Name
+}
+
+var _ hooks.Fallback = (*FallbackEvent)(nil)
+
 // Fallback is an agents.Model that tries a chain of models in order. A
 // model that fails with a retryable error before yielding any chunk (its
 // own retries exhausted) hands the request to the next one, and a

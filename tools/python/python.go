@@ -10,6 +10,7 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/hooks"
 	"github.com/bichat-go/bichat/sandbox"
 	"github.com/bichat-go/bichat/tools"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	// Store, when set, keeps every produced file under the call's tenant,
 	// so the host can serve the artifacts (their URI is set then).
 	Store domain.ArtifactStore
+	// Bus, when set, receives a hooks.SandboxRun event after every job
+	// (outcome, exit code, duration, limits not enforced).
+	Bus *hooks.Bus
 }
 
 // Run is the payload of a run_python call, for the host.
@@ -116,7 +120,9 @@ func (t *tool) call(ctx context.Context, a Args) (agents.Result, error) {
 		}
 		job.Files = append(job.Files, sandbox.File{Name: name + ".csv", Data: csv})
 	}
+	start := time.Now()
 	out, err := t.cfg.Sandbox.Run(ctx, job)
+	t.publish(ctx, out, err, time.Since(start))
 	if err != nil {
 		return agents.Result{}, fmt.Errorf("run_python: %w", err)
 	}
@@ -195,4 +201,33 @@ func tailText(s string, max int) string {
 		cut++
 	}
 	return fmt.Sprintf("[%d earlier bytes not shown]\n", cut) + s[cut:]
+}
+
+// publish sends a hooks.SandboxRun when a bus is configured.
+func (t *tool) publish(ctx context.Context, out *sandbox.Output, err error, took time.Duration) {
+	if t.cfg.Bus == nil {
+		return
+	}
+	e := &hooks.SandboxRun{Outcome: "failed", Duration: took}
+	e.Time = time.Now()
+	if info, ok := agents.CallInfoFromContext(ctx); ok {
+		e.TenantID, e.UserID, e.SessionID, e.MessageID, e.RunID, e.ParentRunID = info.TenantID, info.UserID, info.SessionID, info.MessageID, info.RunID, info.ParentRunID
+		e.CallID = info.CallID
+	}
+	if err == nil && out != nil {
+		e.ExitCode, e.Duration, e.Files, e.Unenforced = out.ExitCode, out.Duration, len(out.Files), out.Unenforced
+		switch {
+		case out.TimedOut:
+			e.Outcome = "timeout"
+		case out.OOMKilled:
+			e.Outcome = "oom"
+		case out.Signal != "":
+			e.Outcome = "killed"
+		case out.ExitCode != 0:
+			e.Outcome = "error"
+		default:
+			e.Outcome = "ok"
+		}
+	}
+	t.cfg.Bus.Publish(ctx, e)
 }

@@ -264,7 +264,7 @@ func (t *Tools) ProfileTool() agents.Tool {
 			if p != nil {
 				res = &Result{Rows: make([][]any, len(p.Columns))}
 			}
-			t.publish(ctx, ToolProfile, res, err)
+			t.publish(ctx, ToolProfile, "", res, err)
 			if err != nil {
 				return agents.Result{}, err
 			}

@@ -123,7 +123,7 @@ func (t *Tools) QueryTool() agents.Tool {
 	return agents.MustTool(ToolQuery, desc, func(ctx context.Context, in QueryArgs) (agents.Result, error) {
 		lim := t.limits(ctx)
 		res, err := t.cfg.DB.Query(ctx, in.SQL, lim)
-		t.publish(ctx, ToolQuery, res, err)
+		t.publish(ctx, ToolQuery, in.SQL, res, err)
 		if err != nil {
 			return agents.Result{}, err
 		}
@@ -443,7 +443,7 @@ func (t *Tools) SampleTool() agents.Tool {
 			lim.MaxRows = n
 			q := "SELECT * FROM " + QuoteQualified(d.Source) + " LIMIT " + strconv.Itoa(n)
 			res, err := t.cfg.DB.Query(ctx, q, lim)
-			t.publish(ctx, ToolSample, res, err)
+			t.publish(ctx, ToolSample, "", res, err)
 			if err != nil {
 				return agents.Result{}, err
 			}
@@ -496,12 +496,13 @@ func (t *Tools) DescribeTool() agents.Tool {
 		}, agents.WithParallel())
 }
 
-// publish sends a QueryEvent when a bus is configured.
-func (t *Tools) publish(ctx context.Context, tool string, res *Result, err error) {
+// publish sends a QueryEvent when a bus is configured; sql is the
+// statement as asked (the result's, when there is one, wins).
+func (t *Tools) publish(ctx context.Context, tool, sql string, res *Result, err error) {
 	if t.cfg.Bus == nil {
 		return
 	}
-	e := &QueryEvent{Tool: tool, Dialect: t.cfg.DB.Dialect()}
+	e := &QueryEvent{Tool: tool, Dialect: t.cfg.DB.Dialect(), SQL: sql}
 	e.Time = time.Now()
 	if info, ok := agents.CallInfoFromContext(ctx); ok {
 		e.TenantID, e.UserID, e.SessionID, e.MessageID, e.RunID, e.ParentRunID = info.TenantID, info.UserID, info.SessionID, info.MessageID, info.RunID, info.ParentRunID
@@ -511,30 +512,15 @@ func (t *Tools) publish(ctx context.Context, tool string, res *Result, err error
 		e.Rows, e.Truncated, e.Duration, e.SQL = len(res.Rows), res.Truncated, res.Duration, res.SQL
 	}
 	if err != nil {
-		e.Error = KindOf(err)
+		e.Error = string(KindOf(err))
+		e.Reason = err.Error()
 	}
 	t.cfg.Bus.Publish(ctx, e)
 }
 
 // KindQuery is the hooks kind of QueryEvent.
-const KindQuery hooks.Kind = "sqldb.query"
+const KindQuery = hooks.KindSQLQuery
 
 // QueryEvent is published on Config.Bus for every statement the data tools
-// run: which tool, rows fetched, truncation, duration, and the error kind
-// when it failed. (The executor's tool.start and tool.finish events carry
-// the call itself.)
-type QueryEvent struct {
-	hooks.Meta
-	CallID    string        `json:"call_id,omitempty"`
-	Tool      string        `json:"tool"`
-	Dialect   string        `json:"dialect"`
-	SQL       string        `json:"sql,omitempty"`
-	Rows      int           `json:"rows"`
-	Truncated bool          `json:"truncated,omitempty"`
-	Duration  time.Duration `json:"duration"`
-	// Error is the error kind; empty on success.
-	Error Kind `json:"error,omitempty"`
-}
-
-// Kind returns KindQuery.
-func (*QueryEvent) Kind() hooks.Kind { return KindQuery }
+// run or refuse (see hooks.SQLQuery).
+type QueryEvent = hooks.SQLQuery

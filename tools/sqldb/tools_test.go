@@ -147,7 +147,7 @@ func TestQueryDatabaseTwoTracks(t *testing.T) {
 	if e.Tool != sqldb.ToolQuery || e.Rows != 50 || !e.Truncated || e.Duration <= 0 || e.TenantID != "acme" || e.SessionID != "s1" || e.CallID != "c1" || e.Dialect != "sqlite" || e.Error != "" {
 		t.Errorf("event %+v", e)
 	}
-	if events[1].Error != sqldb.KindRejected {
+	if events[1].Error != string(sqldb.KindRejected) {
 		t.Errorf("failure event %+v", events[1])
 	}
 }
