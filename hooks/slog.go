@@ -15,8 +15,8 @@ type SlogOptions struct {
 
 // NewSlogHandler returns a Handler that logs each event as one record: the
 // message is the event kind, the attributes are the event's ids and its
-// type-specific fields. Tool arguments and results are not logged (they may
-// carry user data); their sizes are.
+// type-specific fields. Tool arguments and results, message text and SQL
+// are not logged (they may carry user data); their sizes are.
 func NewSlogHandler(l *slog.Logger, opts SlogOptions) Handler {
 	if l == nil {
 		l = slog.Default()
@@ -63,6 +63,9 @@ func (h *slogHandler) Handle(ctx context.Context, e Event) error {
 			slog.Int("completion_tokens", ev.Usage.CompletionTokens), slog.Int("cached_tokens", ev.Usage.CachedTokens),
 			slog.String("stop_reason", ev.StopReason), slog.Int("tool_calls", ev.ToolCalls),
 			slog.Duration("duration", ev.Duration), slog.Float64("cost_usd", ev.CostUSD))
+		if ev.TimeToFirstToken > 0 {
+			attrs = append(attrs, slog.Duration("time_to_first_token", ev.TimeToFirstToken))
+		}
 		if ev.Err != nil {
 			level = max(level, slog.LevelWarn)
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
@@ -93,7 +96,40 @@ func (h *slogHandler) Handle(ctx context.Context, e Event) error {
 		attrs = appendNonEmpty(attrs, "model", ev.Model)
 	case *MessageSave:
 		attrs = append(attrs, slog.String("role", string(ev.Role)), slog.String("status", string(ev.Status)),
-			slog.Int("total_tokens", ev.Usage.TotalTokens))
+			slog.Int("total_tokens", ev.Usage.TotalTokens), slog.Int("text_len", len(ev.Text)))
+		if ev.CostUSD != 0 {
+			attrs = append(attrs, slog.Float64("cost_usd", ev.CostUSD))
+		}
+		attrs = appendNonEmpty(attrs, "error_code", ev.ErrorCode)
+	case *SQLQuery:
+		attrs = append(attrs, slog.String("tool", ev.Tool), slog.String("dialect", ev.Dialect),
+			slog.Int("sql_len", len(ev.SQL)), slog.Int("rows", ev.Rows), slog.Bool("truncated", ev.Truncated),
+			slog.Duration("duration", ev.Duration))
+		if ev.Error != "" {
+			level = max(level, slog.LevelWarn)
+			attrs = append(attrs, slog.String("error", ev.Error))
+		}
+	case *SandboxRun:
+		attrs = append(attrs, slog.String("outcome", ev.Outcome), slog.Int("exit_code", ev.ExitCode),
+			slog.Duration("duration", ev.Duration), slog.Int("files", ev.Files))
+		if len(ev.Unenforced) > 0 {
+			level = max(level, slog.LevelWarn)
+			attrs = append(attrs, slog.Any("unenforced", ev.Unenforced))
+		}
+	case *ArtifactSave:
+		attrs = append(attrs, slog.String("artifact_id", ev.ArtifactID), slog.String("media_type", ev.MediaType),
+			slog.Int64("size", ev.Size), slog.String("sha256", ev.SHA256))
+	case *Decision:
+		attrs = append(attrs, slog.String("policy", ev.Policy), slog.String("outcome", ev.Outcome))
+		attrs = appendNonEmpty(attrs, "tool", ev.Tool)
+	case *BudgetExceeded:
+		level = max(level, slog.LevelWarn)
+		attrs = append(attrs, slog.String("scope", ev.Scope), slog.Float64("limit_usd", ev.LimitUSD),
+			slog.Float64("spent_usd", ev.SpentUSD))
+	case *QuotaExceeded:
+		level = max(level, slog.LevelWarn)
+		attrs = append(attrs, slog.String("scope", ev.Scope), slog.String("limit", ev.Limit),
+			slog.Duration("retry_after", ev.RetryAfter))
 	case *Interrupt:
 		attrs = append(attrs, slog.String("reason", ev.Reason), slog.String("tool", ev.Tool),
 			slog.String("call_id", ev.CallID))

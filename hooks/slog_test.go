@@ -46,6 +46,53 @@ func TestSlogHandler(t *testing.T) {
 		notIn  []string       // strings that must not appear in the output
 	}{
 		{
+			name:   "sql query logs the size of the statement only",
+			event:  &SQLQuery{Meta: ids, Tool: "query_database", Dialect: "postgres", SQL: "SELECT '" + secret + "'", Rows: 3},
+			level:  "INFO",
+			attrs:  map[string]any{"tool": "query_database", "sql_len": float64(len("SELECT '" + secret + "'")), "rows": 3.0},
+			absent: []string{"sql"},
+			notIn:  []string{secret},
+		},
+		{
+			name:  "rejected sql is WARN",
+			event: &SQLQuery{Tool: "query_database", SQL: "DELETE FROM t", Error: "rejected", Reason: "not a SELECT"},
+			level: "WARN",
+			attrs: map[string]any{"error": "rejected"},
+			notIn: []string{"DELETE"},
+		},
+		{
+			name:  "message save logs the size of the text only",
+			event: &MessageSave{Meta: ids, Role: domain.RoleUser, Status: domain.StatusComplete, Text: secret, CostUSD: 0.25},
+			level: "INFO",
+			attrs: map[string]any{"text_len": float64(len(secret)), "cost_usd": 0.25},
+			notIn: []string{secret},
+		},
+		{
+			name:  "sandbox run with a limit not enforced is WARN",
+			event: &SandboxRun{Outcome: "ok", Unenforced: []string{"cpu: no cgroup"}},
+			level: "WARN",
+			attrs: map[string]any{"outcome": "ok"},
+		},
+		{
+			name:  "budget exceeded is WARN",
+			event: &BudgetExceeded{Scope: BudgetSession, LimitUSD: 5, SpentUSD: 5.5},
+			level: "WARN",
+			attrs: map[string]any{"scope": "session", "limit_usd": 5.0, "spent_usd": 5.5},
+		},
+		{
+			name:  "quota exceeded is WARN",
+			event: &QuotaExceeded{Scope: "user", Limit: "requests_per_minute", RetryAfter: time.Second},
+			level: "WARN",
+			attrs: map[string]any{"scope": "user", "limit": "requests_per_minute", "retry_after": float64(time.Second)},
+		},
+		{
+			name:  "decision",
+			event: &Decision{Policy: "confirmation", Outcome: DecisionApproved, Tool: "apply_discount", Reason: secret},
+			level: "INFO",
+			attrs: map[string]any{"policy": "confirmation", "outcome": "approved", "tool": "apply_discount"},
+			notIn: []string{secret},
+		},
+		{
 			name:  "agent start",
 			event: &AgentStart{Meta: ids, Agent: "analyst", Model: "gpt-test"},
 			level: "INFO",
