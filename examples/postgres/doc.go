@@ -37,6 +37,19 @@
 // role has no privilege on the storage schema. Without -store-dsn the
 // service keeps everything in memory and it is lost at exit.
 //
+// Each user sees only their rows: -role-sql ROLE -rls also prints a
+// row-level security policy for the sample's orders (and their items)
+// that reads the custom setting app.region, and -region NAME asks as a
+// caller of that region. The service maps its caller to data-scoping
+// attributes (bichat.Config.Attributes: here bichat.DefaultAttributes plus
+// the caller's region) and the PostgreSQL adapter sets them for each
+// statement (postgres.Options.Settings{"region": "app.region"}), so two
+// users of one tenant asking the same question get the orders of their
+// own region, and a caller without a region is refused:
+//
+//	go run ./examples/postgres -role-sql analyst -schema retail -rls   # run its output as the owner
+//	go run ./examples/postgres -dsn postgres://analyst:pass@localhost:5432/db -schema retail -region North
+//
 // Flags:
 //
 //	-dsn               the read-only role's connection string (default $DATABASE_URL)
@@ -48,4 +61,6 @@
 //	-store-dsn         the storage schema's owner (default $BICHAT_STORE_URL; empty: in memory)
 //	-store-schema      the storage schema (default bichat)
 //	-session           ask in this stored session (needs -store-dsn)
+//	-rls               with -role-sql, also print the sample's row-level security policy
+//	-region            ask as a caller of this region (sets app.region for each statement)
 package main

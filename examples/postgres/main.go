@@ -30,8 +30,8 @@ func main() {
 }
 
 const usage = `usage: postgres [-dsn URL] [-schema NAME] [-sample NAME -owner-dsn URL] [-allow-privileged]
-                [-store-dsn URL [-store-schema NAME] [-session ID]]
-       postgres -role-sql ROLE [-schema NAME]
+                [-store-dsn URL [-store-schema NAME] [-session ID]] [-region NAME]
+       postgres -role-sql ROLE [-schema NAME] [-rls]
 
 Connects to PostgreSQL as a read-only role, prints the dataset YAML the agent
 reads and asks a bichat service one question, which a scripted model answers
@@ -60,7 +60,60 @@ PostgreSQL, so they outlive the process.
   -store-schema      the storage schema (default bichat)
   -session           ask in this stored session instead of a new one
                      (needs -store-dsn)
+  -rls               with -role-sql, also print the row-level security
+                     policy that shows each caller only the sample's
+                     orders of its own region (app.region)
+  -region            ask as a caller of this sales region: the service
+                     maps it to the data-scoping attribute "region",
+                     which each statement sets as app.region
+                     (postgres.Options.Settings) for the -rls policy
 `
+
+// regionSetting is the custom setting the sample's row-level security
+// policy reads: the caller's region, set for each statement from the
+// "region" data-scoping attribute.
+const regionSetting = "app.region"
+
+// scopeSettings maps the data-scoping attributes the demo uses to the
+// settings the policies read (postgres.Options.Settings).
+var scopeSettings = map[string]string{"region": regionSetting}
+
+// rlsSQL is the SQL the owner of the sample tables in schema runs once so
+// that orders (and their items) are visible only to callers of the
+// customer's region: row-level security, forced even for the owner,
+// with policies that read app.region. A caller without the setting sees
+// no orders; the agent's role must not have BYPASSRLS (postgres.Open
+// refuses such a role).
+func rlsSQL(schema string) []string {
+	s := sqldb.QuoteIdent(schema)
+	inRegion := "EXISTS (SELECT 1 FROM " + s + ".customers c JOIN " + s + ".regions r ON r.id = c.region_id " +
+		"WHERE c.id = %s AND r.name = current_setting('" + regionSetting + "', true))"
+	return []string{
+		"ALTER TABLE " + s + ".orders ENABLE ROW LEVEL SECURITY",
+		"ALTER TABLE " + s + ".orders FORCE ROW LEVEL SECURITY",
+		"CREATE POLICY orders_of_region ON " + s + ".orders FOR SELECT USING (" + fmt.Sprintf(inRegion, "orders.customer_id") + ")",
+		"ALTER TABLE " + s + ".order_items ENABLE ROW LEVEL SECURITY",
+		"ALTER TABLE " + s + ".order_items FORCE ROW LEVEL SECURITY",
+		"CREATE POLICY items_of_region ON " + s + ".order_items FOR SELECT USING (EXISTS (SELECT 1 FROM " + s + ".orders o WHERE o.id = order_items.order_id))",
+	}
+}
+
+// regionAttributes maps a caller to its data-scoping attributes: the
+// default ones (tenant_id, user_id, roles) and its region from regions
+// (user id -> region name), as a host would from its directory. A
+// caller without a region gets none, and its statements are refused.
+func regionAttributes(regions map[string]string) func(context.Context, domain.Principal) (map[string]string, error) {
+	return func(ctx context.Context, p domain.Principal) (map[string]string, error) {
+		m, err := bichat.DefaultAttributes(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if r := regions[p.UserID]; r != "" {
+			m["region"] = r
+		}
+		return m, nil
+	}
+}
 
 // roleSQL is the SQL a database owner runs once to create the read-only
 // login role the agent connects as: it may read every table of schema,
@@ -96,6 +149,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	storeDSN := fs.String("store-dsn", os.Getenv("BICHAT_STORE_URL"), "connection string of the storage schema's owner")
 	storeSchema := fs.String("store-schema", pgstore.DefaultSchema, "the storage schema")
 	session := fs.String("session", "", "continue this stored session")
+	rls := fs.Bool("rls", false, "with -role-sql, also print the row-level security policy of the sample")
+	region := fs.String("region", "", "ask as a caller of this region (sets app.region for each statement)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -107,6 +162,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "-- Run as the owner of the tables in schema %s; choose a real password.\n", s)
 		for _, stmt := range roleSQL(*role, "change-me", s) {
 			fmt.Fprintln(stdout, stmt+";")
+		}
+		if *rls {
+			fmt.Fprintf(stdout, "-- Row-level security on the sample's orders: each caller sees the orders of its region (%s).\n", regionSetting)
+			for _, stmt := range rlsSQL(s) {
+				fmt.Fprintln(stdout, stmt+";")
+			}
 		}
 		return 0
 	}
@@ -123,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := demoConfig{dsn: *dsn, owner: *owner, schema: *schema, sample: *sample, allowPrivileged: *allow,
-		storeDSN: *storeDSN, storeSchema: *storeSchema, session: *session}
+		storeDSN: *storeDSN, storeSchema: *storeSchema, session: *session, region: *region}
 	if err := demo(ctx, cfg, stdout); err != nil {
 		fmt.Fprintln(stderr, "postgres:", err)
 		return 1
@@ -138,6 +199,9 @@ type demoConfig struct {
 	// storeDSN, when set, keeps the service's data in PostgreSQL, in
 	// storeSchema; session continues a stored session.
 	storeDSN, storeSchema, session string
+	// region, when set, is the demo caller's region: each statement sets
+	// it as app.region for the -rls policy.
+	region string
 }
 
 // principal is who asks the demo's questions.
@@ -145,6 +209,11 @@ var principal = domain.Principal{TenantID: "demo", UserID: "demo", Roles: []doma
 
 func demo(ctx context.Context, c demoConfig, out io.Writer) error {
 	opts := postgres.Options{AllowPrivilegedRole: c.allowPrivileged}
+	if c.region != "" {
+		// Each statement sets app.region from the caller's "region"
+		// attribute; a call without it is refused.
+		opts.Settings = scopeSettings
+	}
 	schema := c.schema
 	if c.sample != "" {
 		schema = c.sample
@@ -210,6 +279,7 @@ func demo(ctx context.Context, c demoConfig, out io.Writer) error {
 		Agent:         agents.Config{Model: model, Tools: dt.All()},
 		Store:         st.repos,
 		ArtifactStore: st.artifacts,
+		Attributes:    regionAttributes(map[string]string{principal.UserID: c.region}),
 	})
 	if err != nil {
 		return err

@@ -145,7 +145,7 @@ func ProfileDataset(ctx context.Context, db DB, d domain.Dataset, lim Limits, mi
 		if classify(f.Type) == classNumber && !pg && nonNull > 0 {
 			c := QuoteIdent(f.Name)
 			q := fmt.Sprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s LIMIT %d OFFSET %d", c, src, c, c, 2-nonNull%2, (nonNull-1)/2)
-			mr, err := db.Query(ctx, q, Limits{MaxRows: 2, Timeout: lim.Timeout, Tables: lim.Tables, TenantID: lim.TenantID})
+			mr, err := db.Query(ctx, q, Limits{MaxRows: 2, Timeout: lim.Timeout, Tables: lim.Tables, TenantID: lim.TenantID, Attributes: lim.Attributes})
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +164,7 @@ func ProfileDataset(ctx context.Context, db DB, d domain.Dataset, lim Limits, mi
 			tops++
 			c := QuoteIdent(f.Name)
 			q := fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s IS NOT NULL GROUP BY %s ORDER BY 2 DESC, 1 LIMIT 5", c, src, c, c)
-			tr, err := db.Query(ctx, q, Limits{MaxRows: 5, Timeout: lim.Timeout, Tables: lim.Tables, TenantID: lim.TenantID, MaxCellBytes: 200})
+			tr, err := db.Query(ctx, q, Limits{MaxRows: 5, Timeout: lim.Timeout, Tables: lim.Tables, TenantID: lim.TenantID, Attributes: lim.Attributes, MaxCellBytes: 200})
 			if err != nil {
 				return nil, err
 			}

@@ -66,6 +66,17 @@ type Limits struct {
 	// TenantID, when the adapter is configured with a tenant setting, is
 	// set for the statement's transaction (for row-level security).
 	TenantID string
+	// Attributes are the caller's data-scoping attributes ("tenant_id",
+	// "user_id", "roles", "region", ...; agents.CallInfo.Attributes in a
+	// tool call). An adapter configured to scope data by them hands the
+	// mapped ones to the database for the statement alone: PostgreSQL as
+	// transaction-local settings that row-level security policies read
+	// (tools/sqldb/postgres Options.Settings), SQLite through the
+	// bichat_attr SQL function its views call (tools/sqldb/sqlite). Such
+	// an adapter refuses a statement when a mapped attribute is missing
+	// or empty. Adapters not configured for it ignore them. Not modified
+	// by the adapters.
+	Attributes map[string]string
 }
 
 // WithDefaults returns l with zero fields replaced by the defaults.

@@ -35,7 +35,9 @@ type Config struct {
 	// tools.NewMemoryResults(10).
 	Results tools.Results
 	// Limits bound query_database (and, except MaxRows, the other tools).
-	// Tables is the allowlist; TenantID defaults to the call's tenant.
+	// Tables is the allowlist; TenantID defaults to the call's tenant
+	// (agents.CallInfo.TenantID) and Attributes to the call's
+	// data-scoping attributes (agents.CallInfo.Attributes).
 	Limits Limits
 	// PreviewRows is how many rows the model sees (default 20).
 	PreviewRows int
@@ -131,11 +133,16 @@ func (t *Tools) QueryTool() agents.Tool {
 	}, agents.WithParallel(), agents.WithTimeout(t.toolTimeout()))
 }
 
+// limits are the configured limits with the call's tenant and
+// data-scoping attributes where the configuration leaves them unset.
 func (t *Tools) limits(ctx context.Context) Limits {
 	lim := t.cfg.Limits.WithDefaults()
-	if lim.TenantID == "" {
-		if info, ok := agents.CallInfoFromContext(ctx); ok {
+	if info, ok := agents.CallInfoFromContext(ctx); ok {
+		if lim.TenantID == "" {
 			lim.TenantID = info.TenantID
+		}
+		if lim.Attributes == nil {
+			lim.Attributes = info.Attributes
 		}
 	}
 	return lim

@@ -50,8 +50,8 @@
 //     and the statement's line with a caret under it.
 //  2. DB.Query runs it in BEGIN READ ONLY with the transaction-local
 //     statement_timeout (sqldb.Limits.Timeout, default 30 s), search_path
-//     and, when Options.TenantSetting is set, the tenant id for row-level
-//     security policies; the transaction always rolls back.
+//     and the data-scoping settings (below); the transaction always rolls
+//     back.
 //  3. The statement becomes a cursor (DECLARE ... NO SCROLL CURSOR FOR,
 //     which itself admits only queries) and at most MaxRows+1 rows are
 //     fetched: the full result is never materialised, and the extra row
@@ -64,6 +64,36 @@
 //     tsvector, tsquery, interval, ranges and multiranges, geometric and
 //     network types, money, xml, pg_lsn, enums, composites and arrays of
 //     them, is the server's own text form, never raw bytes.
+//
+// Per-user data scoping: Options.Settings maps the caller's data-scoping
+// attributes (sqldb.Limits.Attributes; the data tools fill them from
+// agents.CallInfo.Attributes, which bichat.Config.Attributes derives from
+// the principal: tenant_id, user_id and roles by default) to custom
+// settings, e.g. {"tenant_id": "app.tenant_id", "user_id": "app.user_id"}.
+// Each statement's transaction sets them with set_config(name, value,
+// true), values bound as parameters, in the same round trip, so
+// row-level security policies see the caller:
+//
+//	ALTER TABLE sales.orders ENABLE ROW LEVEL SECURITY;
+//	ALTER TABLE sales.orders FORCE ROW LEVEL SECURITY;
+//	CREATE POLICY own_orders ON sales.orders FOR SELECT USING (
+//	  tenant_id = current_setting('app.tenant_id', true)
+//	  AND sales_rep = current_setting('app.user_id', true));
+//
+// Two users asking the same question then get different rows. It fails
+// closed: a call without a mapped attribute (or with it empty, over
+// MaxSettingValueBytes, with a NUL byte) is refused before anything
+// reaches the server. The model cannot change the settings: set_config
+// and current_setting are denied by policy.txt (under any spelling or
+// schema), SET, RESET, DO and every other non-SELECT statement are
+// refused, pg_settings is a system catalog, and the settings are
+// transaction-local, so the session keeps none of them; tests on the
+// real server try each route and check that the next statement still
+// sees the caller's values. The policies bind only a role that does not
+// own the tables (or FORCE ROW LEVEL SECURITY) and has no BYPASSRLS,
+// which CheckRole refuses. Options.TenantSetting is the older form of a
+// "tenant_id" entry (an empty tenant id is set as the empty string rather than
+// refused).
 //
 // All of this is one network round trip (plus one format_type look-up per
 // type pgx does not know, cached). Errors are *sqldb.Error values

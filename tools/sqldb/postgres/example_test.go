@@ -31,3 +31,26 @@ func ExampleValidator() {
 	// refused: rejected: function pg_sleep is not allowed (sleep: holds the connection without work). use only ordinary functions on the data (aggregates, window functions, math, text, date/time, formatting, JSON, arrays, ranges); functions that run SQL from text or reach files, the server, sessions or catalogs are refused
 	// refused: rejected: relation hr.salaries is not in the allowed datasets. use only the allowed datasets, schema-qualified
 }
+
+// Options.Settings maps the caller's data-scoping attributes to the custom
+// settings row-level security policies read; Open and New check the
+// mapping first (Validate needs no server).
+func ExampleOptions_Validate() {
+	for _, opts := range []postgres.Options{
+		{Settings: map[string]string{"tenant_id": "app.tenant_id", "user_id": "app.user_id", "region": "app.region"}},
+		{Settings: map[string]string{"user_id": "app.user_id'); SELECT 1; --"}},
+		{Settings: map[string]string{"user_id": "plpgsql.variable_conflict"}},
+		{Settings: map[string]string{"user_id": "app.who", "region": "app.who"}},
+	} {
+		if err := opts.Validate(); err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println("ok: each statement sets", len(opts.Settings), "settings from the call's attributes")
+	}
+	// Output:
+	// ok: each statement sets 3 settings from the call's attributes
+	// postgres: setting of attribute "user_id", "app.user_id'); SELECT 1; --" must look like prefix.name (e.g. app.user_id): letters, digits and underscores, one dot
+	// postgres: setting of attribute "user_id", "plpgsql.variable_conflict" uses the reserved prefix "plpgsql" (PostgreSQL's, an extension's or bichat's own settings); choose your own, e.g. app.variable_conflict
+	// postgres: attributes "region" and "user_id" both map to setting "app.who"; each setting takes one attribute
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/tools"
 	"github.com/bichat-go/bichat/tools/sqldb"
@@ -35,7 +37,45 @@ type Options struct {
 	// (set_config(name, Limits.TenantID, true)) so row-level security
 	// policies can read it with current_setting. It must be of the form
 	// prefix.name.
+	//
+	// It is the "tenant_id" entry of Settings in effect, kept for
+	// compatibility with one difference: an empty tenant id is set as the empty string
+	// (policies comparing with it then match no tenant) where a Settings
+	// entry refuses the statement. The value is Limits.TenantID, or
+	// Limits.Attributes["tenant_id"] when that is empty. Prefer
+	// Settings{"tenant_id": "app.tenant_id"}; when both name the same
+	// setting, the Settings rule (refuse when missing) applies.
 	TenantSetting string
+	// Settings maps data-scoping attributes (sqldb.Limits.Attributes,
+	// filled by the data tools from agents.CallInfo.Attributes, which
+	// bichat.Config.Attributes derives from the caller's principal) to
+	// custom settings, e.g.
+	//
+	//	{"tenant_id": "app.tenant_id", "user_id": "app.user_id", "region": "app.region"}
+	//
+	// Before every statement (Query, Sample, the profile and sample tools)
+	// each mapped setting is set for the statement's transaction alone,
+	// with set_config(setting, value, true) in the same round trip as the
+	// other settings; row-level security policies read them with
+	// current_setting('app.user_id', true). Values are always sent as
+	// bound parameters, never spliced into SQL text.
+	//
+	// It fails closed: a statement whose call lacks a mapped attribute
+	// (or carries it empty) is refused with an error naming the attribute
+	// and never reaches the server; so is a value longer than
+	// MaxSettingValueBytes, holding a NUL byte or not valid UTF-8. For
+	// "tenant_id", Limits.TenantID stands in when the attribute is absent,
+	// and a call whose two tenant ids differ is refused.
+	//
+	// Setting names must look like prefix.name (letters, digits and
+	// underscores) and may not be one of PostgreSQL's or a loaded
+	// extension's own settings (Open and New ask the server) or start
+	// with a reserved prefix (pg_, plpgsql, auto_explain, ...; see
+	// Options.Validate); two attributes may not share a setting. The
+	// statement check refuses set_config and SET, so the model's SQL
+	// cannot change them; only a role without BYPASSRLS (CheckRole) is
+	// subject to the policies.
+	Settings map[string]string
 	// Schemas limits Introspect to these schemas; empty means every schema
 	// the user can see except pg_* and information_schema.
 	Schemas []string
@@ -62,6 +102,150 @@ type Options struct {
 
 var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$`)
 
+// MaxSettingValueBytes is the longest attribute value Options.Settings and
+// Options.TenantSetting accept; a longer one refuses the statement.
+const MaxSettingValueBytes = 1024
+
+// reservedSettingPrefixes are the prefixes (before the dot, compared
+// case-insensitively) of settings that belong to PostgreSQL itself, its
+// procedural languages or well-known extensions, which a data-scoping
+// setting may not take over even when the extension is not loaded yet.
+var reservedSettingPrefixes = []string{"pg_*", "plpgsql", "plperl", "plpython*", "pltcl", "auto_explain",
+	"pg_stat_statements", "pgaudit", "sepgsql", "postgres_fdw", "dblink", "citus", "timescaledb", "pgrst", "bichat"}
+
+// Validate checks the settings of o without a server: TenantSetting and
+// every Settings entry must name a custom setting of the form
+// prefix.name, not with a reserved prefix (pg_*, plpgsql, plperl,
+// plpython*, pltcl, auto_explain, pg_stat_statements, pgaudit, sepgsql,
+// postgres_fdw, dblink, citus, timescaledb, pgrst, bichat), attribute
+// names must be non-empty, and no two attributes may share a setting.
+// Open and New call it, then ask the server whether a name is one of its
+// own (or a loaded extension's) settings.
+func (o Options) Validate() error {
+	check := func(what, name string) error {
+		if !settingName.MatchString(name) {
+			return fmt.Errorf("postgres: %s %q must look like prefix.name (e.g. app.user_id): letters, digits and underscores, one dot", what, name)
+		}
+		prefix := strings.ToLower(name[:strings.IndexByte(name, '.')])
+		for _, r := range reservedSettingPrefixes {
+			if p, ok := strings.CutSuffix(r, "*"); ok && strings.HasPrefix(prefix, p) || prefix == r {
+				return fmt.Errorf("postgres: %s %q uses the reserved prefix %q (PostgreSQL's, an extension's or bichat's own settings); choose your own, e.g. app.%s", what, name, prefix, name[strings.IndexByte(name, '.')+1:])
+			}
+		}
+		return nil
+	}
+	if o.TenantSetting != "" {
+		if err := check("tenant setting", o.TenantSetting); err != nil {
+			return err
+		}
+	}
+	owner := map[string]string{} // lower-case setting -> attribute
+	for _, attr := range slices.Sorted(maps.Keys(o.Settings)) {
+		name := o.Settings[attr]
+		if strings.TrimSpace(attr) == "" {
+			return fmt.Errorf("postgres: Settings has an empty attribute name (for setting %q)", name)
+		}
+		if err := check("setting of attribute "+strconv.Quote(attr)+",", name); err != nil {
+			return err
+		}
+		key := strings.ToLower(name)
+		if prev, ok := owner[key]; ok {
+			return fmt.Errorf("postgres: attributes %q and %q both map to setting %q; each setting takes one attribute", prev, attr, name)
+		}
+		owner[key] = attr
+	}
+	if o.TenantSetting != "" {
+		if a, ok := owner[strings.ToLower(o.TenantSetting)]; ok && a != "tenant_id" {
+			return fmt.Errorf("postgres: TenantSetting %q is also the setting of attribute %q; TenantSetting carries the tenant id", o.TenantSetting, a)
+		}
+	}
+	return nil
+}
+
+// scoped is one transaction-local data-scoping setting.
+type scoped struct {
+	attr, setting string
+	// legacy: Options.TenantSetting, set from Limits.TenantID and
+	// allowed empty.
+	legacy bool
+}
+
+// scopes returns the settings of o in a stable order (by setting name).
+func (o Options) scopes() []scoped {
+	var out []scoped
+	seen := map[string]bool{}
+	for _, attr := range slices.Sorted(maps.Keys(o.Settings)) {
+		out = append(out, scoped{attr: attr, setting: o.Settings[attr]})
+		seen[strings.ToLower(o.Settings[attr])] = true
+	}
+	if o.TenantSetting != "" && !seen[strings.ToLower(o.TenantSetting)] {
+		out = append(out, scoped{attr: "tenant_id", setting: o.TenantSetting, legacy: true})
+	}
+	slices.SortFunc(out, func(a, b scoped) int { return strings.Compare(a.setting, b.setting) })
+	return out
+}
+
+// scopeValues returns the value of each of db.scopes for lim, or the
+// refusal of the statement.
+func (db *DB) scopeValues(lim sqldb.Limits) ([]string, error) {
+	if len(db.scopes) == 0 {
+		return nil, nil
+	}
+	tenant := lim.Attributes["tenant_id"]
+	if lim.TenantID != "" && tenant != "" && lim.TenantID != tenant {
+		return nil, sqldb.Rejected("the call carries two different tenant ids (Limits.TenantID and the tenant_id attribute); the statement was not run",
+			"the host must give the data tools one tenant per call")
+	}
+	if tenant == "" {
+		tenant = lim.TenantID
+	}
+	vals := make([]string, len(db.scopes))
+	for i, sc := range db.scopes {
+		v := lim.Attributes[sc.attr]
+		if sc.attr == "tenant_id" {
+			v = tenant
+		}
+		if v == "" && !sc.legacy {
+			return nil, sqldb.Rejected(fmt.Sprintf("the data-scoping attribute %q (setting %s) is missing from the call; the statement was not run", sc.attr, sc.setting),
+				"the host maps its caller to attributes (bichat.Config.Attributes); without "+sc.attr+" no data is shown")
+		}
+		switch {
+		case len(v) > MaxSettingValueBytes:
+			return nil, sqldb.Rejected(fmt.Sprintf("the data-scoping attribute %q is %d bytes long, over the limit of %d; the statement was not run", sc.attr, len(v), MaxSettingValueBytes), "")
+		case strings.IndexByte(v, 0) >= 0:
+			return nil, sqldb.Rejected(fmt.Sprintf("the data-scoping attribute %q holds a NUL byte; the statement was not run", sc.attr), "")
+		case !utf8.ValidString(v):
+			return nil, sqldb.Rejected(fmt.Sprintf("the data-scoping attribute %q is not valid UTF-8; the statement was not run", sc.attr), "")
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// checkSettingNames refuses setting names the server knows as its own
+// (or a loaded extension's): custom placeholders are not in pg_settings.
+func checkSettingNames(ctx context.Context, pool *pgxpool.Pool, scopes []scoped) error {
+	if len(scopes) == 0 {
+		return nil
+	}
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = sc.setting
+	}
+	rows, err := pool.Query(ctx, "SELECT name FROM pg_settings WHERE lower(name) = ANY(SELECT lower(n) FROM unnest($1::text[]) n) ORDER BY name", names)
+	if err != nil {
+		return fmt.Errorf("postgres: check the setting names: %w", err)
+	}
+	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: check the setting names: %w", err)
+	}
+	if len(known) > 0 {
+		return fmt.Errorf("postgres: setting %s is one of the server's own settings (or a loaded extension's), not a custom one; choose your own name, e.g. app.user_id", strings.Join(known, ", "))
+	}
+	return nil
+}
+
 // DB is the PostgreSQL adapter of sqldb.DB.
 type DB struct {
 	pool    *pgxpool.Pool
@@ -69,7 +253,11 @@ type DB struct {
 	v       *Validator
 	opts    Options
 	secrets []string
-	types   sync.Map // uint32 -> string, names of types pgx does not know
+	// scopes are the data-scoping settings; settingsSQL sets them and
+	// the fixed settings in one statement.
+	scopes      []scoped
+	settingsSQL string
+	types       sync.Map // uint32 -> string, names of types pgx does not know
 }
 
 var _ sqldb.DB = (*DB)(nil)
@@ -138,12 +326,25 @@ func newDB(ctx context.Context, pool *pgxpool.Pool, opts Options) (*DB, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: nil pool")
 	}
-	if opts.TenantSetting != "" && !settingName.MatchString(opts.TenantSetting) {
-		return nil, fmt.Errorf("postgres: tenant setting %q must look like prefix.name (e.g. app.tenant_id)", opts.TenantSetting)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	db := &DB{pool: pool, v: NewValidator(opts.Policy), opts: opts}
+	db := &DB{pool: pool, v: NewValidator(opts.Policy), opts: opts, scopes: opts.scopes()}
+	// Rows come back in the text format (see read); these settings make
+	// that text the form the decoders expect, whatever the role's or the
+	// database's defaults. $1 and $2 are the timeout and the search path,
+	// then a name and a value per data-scoping setting.
+	db.settingsSQL = "SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true), " +
+		"set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true), " +
+		"set_config('extra_float_digits', '3', true), set_config('bytea_output', 'hex', true)"
+	for i := range db.scopes {
+		db.settingsSQL += fmt.Sprintf(", set_config($%d, $%d, true)", 3+2*i, 4+2*i)
+	}
 	if pw := pool.Config().ConnConfig.Password; pw != "" {
 		db.secrets = append(db.secrets, pw)
+	}
+	if err := checkSettingNames(ctx, pool, db.scopes); err != nil {
+		return nil, err
 	}
 	if !opts.AllowPrivilegedRole {
 		if err := CheckRole(ctx, pool, opts); err != nil {
@@ -345,8 +546,9 @@ func (db *DB) Validator() *Validator { return db.v }
 func (db *DB) Dialect() string { return sqldb.DialectPostgres }
 
 // Query checks sql (see Validator.Validate), then runs it in a READ ONLY
-// transaction with SET LOCAL statement_timeout, search_path and the tenant
-// setting, through a cursor from which at most lim.MaxRows+1 rows are
+// transaction with SET LOCAL statement_timeout, search_path, the tenant
+// setting and the data-scoping settings (Options.Settings, from
+// lim.Attributes; a missing one refuses the statement), through a cursor from which at most lim.MaxRows+1 rows are
 // fetched, and always rolls back. Everything is sent in one round trip.
 func (db *DB) Query(ctx context.Context, sql string, lim sqldb.Limits) (*sqldb.Result, error) {
 	lim = lim.WithDefaults()
@@ -446,13 +648,19 @@ func srfTimeoutHint(fns []string) string {
 		"SELECT * FROM (SELECT " + fn + "(...) AS x) s LIMIT 10"
 }
 
-// Sample returns up to n rows of dataset (schema.table).
+// Sample returns up to n rows of dataset (schema.table). The tenant and
+// the data-scoping attributes are those of the tool call ctx carries
+// (agents.CallInfo); without them a DB with Options.Settings refuses.
 func (db *DB) Sample(ctx context.Context, dataset string, n int) (*sqldb.Result, error) {
 	if n <= 0 {
 		n = 10
 	}
+	lim := sqldb.Limits{MaxRows: n}
+	if info, ok := agents.CallInfoFromContext(ctx); ok {
+		lim.TenantID, lim.Attributes = info.TenantID, info.Attributes
+	}
 	q := "SELECT * FROM " + sqldb.QuoteQualified(dataset) + " LIMIT " + strconv.Itoa(n)
-	return db.Query(ctx, q, sqldb.Limits{MaxRows: n})
+	return db.Query(ctx, q, lim)
 }
 
 const (
@@ -461,6 +669,11 @@ const (
 )
 
 func (db *DB) run(ctx context.Context, stmt string, lim sqldb.Limits) (*sqldb.Result, error) {
+	// Refused before a connection is taken: nothing reaches the server.
+	scopeVals, err := db.scopeValues(lim)
+	if err != nil {
+		return nil, err
+	}
 	// The server enforces the timeout; the client waits a little longer
 	// so that the server's cancellation, not ours, ends a slow statement.
 	cctx, cancel := context.WithTimeout(ctx, lim.Timeout+2*time.Second)
@@ -478,23 +691,15 @@ func (db *DB) run(ctx context.Context, stmt string, lim sqldb.Limits) (*sqldb.Re
 	for _, s := range db.v.searchPath {
 		path = append(path, sqldb.QuoteIdent(s))
 	}
-	// Rows come back in the text format (see read); these settings make
-	// that text the form the decoders expect, whatever the role's or the
-	// database's defaults.
-	settings := "SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true), " +
-		"set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true), " +
-		"set_config('extra_float_digits', '3', true), set_config('bytea_output', 'hex', true)"
-	params := [][]byte{
-		[]byte(strconv.FormatInt(max(lim.Timeout.Milliseconds(), 1), 10)),
-		[]byte(strings.Join(append(path, "pg_temp"), ", ")),
-	}
-	if db.opts.TenantSetting != "" {
-		settings += ", set_config($3, $4, true)"
-		params = append(params, []byte(db.opts.TenantSetting), []byte(lim.TenantID))
+	params := make([][]byte, 2, 2+2*len(scopeVals))
+	params[0] = []byte(strconv.FormatInt(max(lim.Timeout.Milliseconds(), 1), 10))
+	params[1] = []byte(strings.Join(append(path, "pg_temp"), ", "))
+	for i, v := range scopeVals {
+		params = append(params, []byte(db.scopes[i].setting), []byte(v))
 	}
 	batch := &pgconn.Batch{}
 	batch.ExecParams("BEGIN READ ONLY", nil, nil, nil, nil)
-	batch.ExecParams(settings, params, nil, nil, nil)
+	batch.ExecParams(db.settingsSQL, params, nil, nil, nil)
 	batch.ExecParams(declarePrefix+stmt, nil, nil, nil, nil)
 	const fetchAt = 3
 	// Result format text for every column: the FETCH is bound before its

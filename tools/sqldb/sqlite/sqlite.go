@@ -13,6 +13,7 @@ import (
 
 	msqlite "modernc.org/sqlite"
 
+	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/tools"
 	"github.com/bichat-go/bichat/tools/sqldb"
@@ -23,10 +24,23 @@ import (
 // ending in "*" match a prefix.
 var DefaultDeniedFunctions = []string{"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile", "sqlite_*"}
 
+// DefaultMaxConns is how many connections a DB keeps open by default.
+const DefaultMaxConns = 8
+
 // Options configure a DB.
 type Options struct {
 	// DeniedFunctions replaces DefaultDeniedFunctions when non-nil.
 	DeniedFunctions []string
+	// Attributes are the data-scoping attributes the database's views
+	// read with bichat_attr (see the package documentation): a statement
+	// whose call (sqldb.Limits.Attributes) lacks one of them, or carries
+	// it empty, is refused before it runs. bichat_attr itself fails a
+	// statement that asks for a missing attribute either way.
+	Attributes []string
+	// MaxConns bounds the connections Query uses at once (default
+	// DefaultMaxConns). They stay open: each costs a function
+	// registration for the life of the process.
+	MaxConns int
 }
 
 // DB is the SQLite adapter of sqldb.DB: the file is opened read-only
@@ -35,9 +49,11 @@ type Options struct {
 // ordinary tables (those of Limits.Tables when given) and functions not on
 // the deny list. Timeouts cancel the statement through the context.
 type DB struct {
-	q, meta *sql.DB
-	deny    []string
-	path    string
+	q, meta  *sql.DB
+	deny     []string
+	path     string
+	required []string
+	slots    *sync.Map // driver.Conn -> *attrSlot
 }
 
 var _ sqldb.DB = (*DB)(nil)
@@ -45,15 +61,21 @@ var _ sqldb.DB = (*DB)(nil)
 // Open opens the SQLite database file at path read-only.
 func Open(path string, opts Options) (*DB, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"
-	q, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	for _, a := range opts.Attributes {
+		if strings.TrimSpace(a) == "" {
+			return nil, errors.New("sqlite: Options.Attributes holds an empty attribute name")
+		}
 	}
-	meta, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		q.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	slots := &sync.Map{}
+	q := sql.OpenDB(&connector{dsn: dsn, slots: slots})
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
 	}
+	q.SetMaxOpenConns(maxConns)
+	q.SetMaxIdleConns(maxConns)
+	// The views may call bichat_attr; introspection needs it defined.
+	meta := sql.OpenDB(&connector{dsn: dsn, slots: &sync.Map{}})
 	meta.SetMaxOpenConns(1)
 	if err := meta.Ping(); err != nil {
 		q.Close()
@@ -64,7 +86,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if deny == nil {
 		deny = DefaultDeniedFunctions
 	}
-	return &DB{q: q, meta: meta, deny: deny, path: path}, nil
+	return &DB{q: q, meta: meta, deny: deny, path: path, required: opts.Attributes, slots: slots}, nil
 }
 
 // Close closes the database.
@@ -163,6 +185,9 @@ func (db *DB) Query(ctx context.Context, query string, lim sqldb.Limits) (*sqldb
 			allow[t] = true
 		}
 	}
+	if err := db.checkAttributes(lim); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	conn, err := db.q.Conn(ctx)
@@ -174,6 +199,10 @@ func (db *DB) Query(ctx context.Context, query string, lim sqldb.Limits) (*sqldb
 	if err != nil {
 		return nil, err
 	}
+	if v := cteShadowing(stmt, views); v != "" {
+		return nil, sqldb.Rejected(fmt.Sprintf("the statement defines a common table expression named %s, like a view of the database", v),
+			"give the common table expression another name")
+	}
 	st := &authState{read: map[string]bool{}}
 	if err := setAuthorizer(conn, db.authorizer(allow, views, st)); err != nil {
 		return nil, err
@@ -182,6 +211,17 @@ func (db *DB) Query(ctx context.Context, query string, lim sqldb.Limits) (*sqldb
 	defer setAuthorizer(conn, func(msqlite.AuthorizerActionCode, string, string, string, string) msqlite.AuthorizerReturnCode {
 		return msqlite.AuthorizerDeny
 	})
+	// The statement's attributes, for bichat_attr on this connection
+	// alone, until the statement is done.
+	var unbind func()
+	if err := conn.Raw(func(dc any) error {
+		var err error
+		unbind, err = db.bindAttributes(dc, lim.Attributes)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	defer unbind()
 	start := time.Now()
 	rows, err := conn.QueryContext(ctx, stmt)
 	if err != nil {
@@ -298,6 +338,10 @@ func classify(ctx context.Context, err error, why string) error {
 		return se
 	}
 	msg := err.Error()
+	if i := strings.Index(msg, attrMarker); i >= 0 {
+		m := strings.TrimSuffix(msg[i:], " (1)")
+		return sqldb.Rejected(m+"; the statement was refused", "the host maps its caller to attributes (bichat.Config.Attributes); without them the scoped views show no data")
+	}
 	if why != "" {
 		return sqldb.Rejected(why, "only read-only SELECT statements over the allowed datasets can run")
 	}
@@ -308,12 +352,17 @@ func classify(ctx context.Context, err error, why string) error {
 	return &sqldb.Error{Kind: kind, Message: msg, Hint: hint}
 }
 
-// Sample returns up to n rows of dataset.
+// Sample returns up to n rows of dataset. The data-scoping attributes are
+// those of the tool call ctx carries (agents.CallInfo.Attributes).
 func (db *DB) Sample(ctx context.Context, dataset string, n int) (*sqldb.Result, error) {
 	if n <= 0 {
 		n = 10
 	}
-	return db.Query(ctx, fmt.Sprintf("SELECT * FROM %s LIMIT %d", sqldb.QuoteIdent(dataset), n), sqldb.Limits{MaxRows: n})
+	lim := sqldb.Limits{MaxRows: n}
+	if info, ok := agents.CallInfoFromContext(ctx); ok {
+		lim.TenantID, lim.Attributes = info.TenantID, info.Attributes
+	}
+	return db.Query(ctx, fmt.Sprintf("SELECT * FROM %s LIMIT %d", sqldb.QuoteIdent(dataset), n), lim)
 }
 
 // Introspect lists tables and views (not sqlite_* tables) with declared
