@@ -76,6 +76,10 @@ type DiscoveryEvent struct {
 // Kind returns KindDiscovery.
 func (*DiscoveryEvent) Kind() hooks.Kind { return KindDiscovery }
 
+// Scrub scrubs the error message for a redacting bus
+// (hooks.Options.Redact).
+func (e *DiscoveryEvent) Scrub(f func(string) string) { e.Error = f(e.Error) }
+
 // SendOption adjusts one Send (or Resume, Approve, Deny).
 type SendOption func(*sendOptions)
 

@@ -53,6 +53,12 @@ type Options struct {
 	// SubscribeAsync (a *DropError, matching ErrDropped). It must be safe
 	// for concurrent use. Nil logs them with slog.Default at error level.
 	OnError func(*HandlerError)
+	// Redact, when set, is applied to the free text of every event before
+	// any handler sees it (events implementing Scrubber: all of bichat's
+	// own events). Use redact.Redactor.Func(). Publish replaces the
+	// scrubbed fields of the event it is given (it never writes into
+	// their byte slices), once per event.
+	Redact func(string) string
 }
 
 // Bus dispatches events to subscribed handlers. Publishing takes no lock:
@@ -60,6 +66,7 @@ type Options struct {
 // so components can publish unconditionally.
 type Bus struct {
 	onError func(*HandlerError)
+	redact  func(string) string
 
 	mu      sync.Mutex // serialises Subscribe, unsubscribe and Close
 	subs    atomic.Pointer[table]
@@ -87,7 +94,7 @@ type table struct {
 
 // New returns an empty bus.
 func New(opts Options) *Bus {
-	b := &Bus{onError: opts.OnError}
+	b := &Bus{onError: opts.OnError, redact: opts.Redact}
 	if b.onError == nil {
 		b.onError = func(he *HandlerError) {
 			slog.Error("bichat event handler failed", "kind", string(he.Kind), "error", he.Error())
@@ -244,6 +251,11 @@ func (b *Bus) Publish(ctx context.Context, e Event) {
 	list, ok := t.byKind[e.Kind()]
 	if !ok {
 		list = t.all
+	}
+	if b.redact != nil && len(list) > 0 {
+		if sc, ok := e.(Scrubber); ok {
+			sc.Scrub(b.redact)
+		}
 	}
 	for _, s := range list {
 		b.call(ctx, s.h, e)

@@ -26,5 +26,19 @@
 //		return nil
 //	})
 //
-// [NewSlogHandler] logs every event as a structured record.
+// [NewSlogHandler] logs every event as a structured record. Other handlers
+// live in sub-packages: hooks/prometheus (metrics), hooks/otel (traces
+// following the OpenTelemetry GenAI conventions) and hooks/audit (a
+// tamper-evident audit chain).
+//
+// Events carry what handlers need to meter and audit: model calls with
+// tokens, cost and time to first token, tool calls with their arguments,
+// SQL statements ([SQLQuery], refused ones included), sandbox jobs
+// ([SandboxRun]), artifacts with their hash ([ArtifactSave]), policy
+// decisions ([Decision]: confirmations, budgets, quotas), budget stops
+// ([BudgetExceeded]) and quota refusals ([QuotaExceeded]). Free text
+// (questions, answers, arguments, SQL, error messages) is scrubbed of
+// secrets before any handler sees it when the bus is created with
+// Options.Redact (use redact.Redactor.Func()): every event type of bichat
+// implements [Scrubber].
 package hooks

@@ -112,6 +112,10 @@ type EmbeddingFailed struct {
 // Kind returns KindEmbeddingFailed.
 func (*EmbeddingFailed) Kind() hooks.Kind { return KindEmbeddingFailed }
 
+// Scrub scrubs the embedder's error message for a redacting bus
+// (hooks.Options.Redact).
+func (e *EmbeddingFailed) Scrub(f func(string) string) { e.Error = f(e.Error) }
+
 // EmbeddingText is the text a catalog embeds for a dataset: its name and
 // source, description, each field's name and description, and the names
 // of the datasets it joins to. Identifiers are kept as written; the

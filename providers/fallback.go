@@ -37,7 +37,17 @@ func (e *FallbackEvent) FallbackModels() (fromProvider, fromModel, toProvider, t
 	return e.From.Provider, e.From.Name, e.To.Provider, e.To.Name
 }
 
-var _ hooks.Fallback = (*FallbackEvent)(nil)
+// Scrub scrubs Reason and Err (provider error text) for a redacting bus
+// (hooks.Options.Redact).
+func (e *FallbackEvent) Scrub(f func(string) string) {
+	e.Reason = f(e.Reason)
+	e.Err = hooks.ScrubError(e.Err, f)
+}
+
+var (
+	_ hooks.Fallback = (*FallbackEvent)(nil)
+	_ hooks.Scrubber = (*FallbackEvent)(nil)
+)
 
 // Fallback is an agents.Model that tries a chain of models in order. A
 // model that fails with a retryable error before yielding any chunk (its
