@@ -12,6 +12,8 @@ import (
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/memory"
 	"github.com/bichat-go/bichat/hooks"
+	"github.com/bichat-go/bichat/quota"
+	"github.com/bichat-go/bichat/redact"
 )
 
 // Config configures a Service. Agent.Model is required; every other zero
@@ -48,6 +50,38 @@ type Config struct {
 	Bus *hooks.Bus
 	// Limits bound history, records and run time.
 	Limits Limits
+	// Costs records what every model call cost, per session and per
+	// tenant per day (the session and tenant-day budgets read it; hosts
+	// read it for reports). Nil means an in-memory ledger
+	// (memory.NewCostLedger, bounded); replicas that share budgets share a
+	// PostgreSQL one (domain/postgres Store implements domain.CostLedger).
+	// The cost of each answer is also in its message's
+	// Metadata.CostUSD.
+	Costs domain.CostLedger
+	// Budgets cap what model calls may cost per message, per session and
+	// per tenant per day (none by default).
+	Budgets Budgets
+	// Redactor scrubs secrets (API keys, bearer tokens, DSN passwords,
+	// the host's own patterns and values) from everything the service
+	// sends out: model requests (prompts), the events of Send, Resume,
+	// Approve, Deny and Watch, the stored answers and their error
+	// messages, the errors it returns and its log records. Nil means
+	// redact.Default() (the built-in patterns). Events on Config.Bus are
+	// scrubbed by the bus: create it with
+	// hooks.Options{Redact: redactor.Func()}; the audit chain takes the
+	// same function.
+	Redactor *redact.Redactor
+	// DisableRedaction turns the Redactor off (not recommended: for
+	// hosts that scrub elsewhere).
+	DisableRedaction bool
+	// Quota, when set, limits requests per minute, model tokens per
+	// minute and concurrent runs per tenant and per user (package quota:
+	// quota.NewMemory for one process, quota/postgres for replicas).
+	// Send, Resume, Approve and Deny take a request and a run slot, held
+	// until the run ends; the tokens of every model call are charged. A
+	// refused request yields a *RateLimitError (HTTP 429 with
+	// Retry-After) and creates nothing.
+	Quota quota.Limiter
 	// Attributes maps the caller of each question to the data-scoping
 	// attributes its tool calls carry (agents.CallInfo.Attributes): the
 	// PostgreSQL data adapter sets them as transaction-local settings for
@@ -155,8 +189,17 @@ func (c *Config) normalize() error {
 	if c.ArtifactStore == nil {
 		c.ArtifactStore = memory.NewArtifactStore(0)
 	}
+	if err := c.Budgets.validate(); err != nil {
+		return err
+	}
+	if c.Costs == nil {
+		c.Costs = memory.NewCostLedger(memory.CostLedgerOptions{})
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if r := c.redactor(); r != nil {
+		c.Logger = slog.New(r.Handler(c.Logger.Handler()))
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
@@ -21,7 +22,10 @@ import (
 // streamModel answers every request with text of n characters, one
 // character per chunk (so one TextDelta each), waiting delay before each.
 func streamModel(n int, delay time.Duration) (*scripted.Model, string) {
-	text := strings.Repeat("abcdefghij", n/10+1)[:n]
+	// Non-ASCII letters: the default redactor holds back runs of the
+	// ASCII characters a secret could contain until they end, and would
+	// send a run of ASCII letters as one delta at its end.
+	text := string([]rune(strings.Repeat("абвгдежзий", n/10+1))[:n])
 	return &scripted.Model{ChunkSize: 1, Respond: func(context.Context, *agents.Request) (scripted.Turn, error) {
 		return scripted.Turn{Text: text, Delay: delay}, nil
 	}}, text
@@ -130,8 +134,8 @@ func TestDetachedRun(t *testing.T) {
 		if !ok || rf.Text != text {
 			t.Fatalf("watched run ends with %T %+v, want RunFinished with the whole text", evs[len(evs)-1], rf)
 		}
-		if got := len(ofType[*agents.TextDelta](evs)); got != len(text) {
-			t.Errorf("watched %d text deltas, want %d", got, len(text))
+		if got, want := len(ofType[*agents.TextDelta](evs)), utf8.RuneCountInString(text); got != want {
+			t.Errorf("watched %d text deltas, want %d", got, want)
 		}
 		m := f.message(t, alice, rs.MessageID)
 		if m.Status != domain.StatusComplete || m.Text() != text {
@@ -262,7 +266,7 @@ func TestWatch(t *testing.T) {
 	t.Run("slow watcher catches up from the log", func(t *testing.T) {
 		t.Parallel()
 		entered, release := make(chan struct{}), make(chan struct{})
-		long := strings.Repeat("x", 3*bichat.RingSize)
+		long := strings.Repeat("ж", 3*bichat.RingSize) // non-ASCII: streamed char by char (see streamModel)
 		var once sync.Once
 		model := &scripted.Model{ChunkSize: 1, Respond: func(ctx context.Context, _ *agents.Request) (scripted.Turn, error) {
 			once.Do(func() { close(entered) })

@@ -45,7 +45,9 @@ func graceService(t *testing.T, n int) (*Service, *countingRunEvents, *offsetClo
 	repos.RunEvents = events
 	clock := &offsetClock{}
 	m := &scripted.Model{ChunkSize: 8, Respond: func(context.Context, *agents.Request) (scripted.Turn, error) {
-		return scripted.Turn{Text: strings.Repeat("abcdefgh", n)}, nil
+		// Chunks end with a space: the default redactor passes each on
+		// as it comes (see costService).
+		return scripted.Turn{Text: strings.Repeat("abcdefg ", n)}, nil
 	}}
 	svc, err := New(Config{Agent: agents.Config{Model: m, System: "You are a test analyst."}, Store: repos,
 		Logger: slog.New(slog.DiscardHandler), Now: clock.now})

@@ -58,7 +58,8 @@ type HandlerOptions struct {
 	// session is created on one of them with {"model": name}.
 	Models []string
 	// Logger reports server errors (a 500's cause) and failed streams;
-	// nil means the service's Config.Logger.
+	// nil means the service's Config.Logger. The service's redactor
+	// scrubs its records.
 	Logger *slog.Logger
 }
 
@@ -145,7 +146,9 @@ func NewHandler(svc *Service, opts HandlerOptions) *Handler {
 	}
 	logger := opts.Logger
 	if logger == nil {
-		logger = svc.cfg.Logger
+		logger = svc.cfg.Logger // already scrubbed by the service's redactor
+	} else if svc.redact != nil {
+		logger = slog.New(svc.redact.Handler(logger.Handler()))
 	}
 	h := &Handler{svc: svc, opts: opts, prefix: prefix, logger: logger, mux: http.NewServeMux()}
 	h.sse = SSEOptions{Heartbeat: opts.Heartbeat, MaxToolResultBytes: opts.MaxToolResultBytes, Logger: logger,

@@ -29,18 +29,30 @@ var (
 
 // RateLimitError is an ErrTooManyRequests that says when to retry:
 // WriteError sets the Retry-After header from RetryAfter (whole seconds,
-// at least 1).
+// at least 1). The Service returns one for a request a quota refuses
+// (Config.Quota), with the limiter's *quota.ExceededError as Err.
 type RateLimitError struct {
 	RetryAfter time.Duration
+	// Err, when set, is the refusal (it says which limit); errors.Is and
+	// errors.As see through to it.
+	Err error
 }
 
-// Error says that the caller is over a rate limit.
+// Error says that the caller is over a rate limit, and which one when Err
+// says so.
 func (e *RateLimitError) Error() string {
-	return "too many requests: retry in " + e.RetryAfter.Round(time.Second).String()
+	msg := "too many requests: retry in " + e.RetryAfter.Round(time.Second).String()
+	if e.Err != nil {
+		msg += " (" + strings.TrimPrefix(e.Err.Error(), "quota: ") + ")"
+	}
+	return msg
 }
 
 // Is reports whether target is ErrTooManyRequests.
 func (e *RateLimitError) Is(target error) bool { return target == ErrTooManyRequests }
+
+// Unwrap returns Err.
+func (e *RateLimitError) Unwrap() error { return e.Err }
 
 // ErrorBody is the JSON body of every error response of the handler:
 // {"error":{"code":"not_found","message":"session: not found"}}.

@@ -1,6 +1,7 @@
 package bichat
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 
@@ -67,6 +68,19 @@ func (s *Service) executorFor(model string) (*agents.Executor, error) {
 func (s *Service) newExecutor(m agents.Model) (*agents.Executor, error) {
 	cfg := s.cfg.Agent
 	cfg.Model = m
+	if host := cfg.Guard; host != nil {
+		cfg.Guard = func(ctx context.Context, t *agents.TurnContext) error {
+			if err := s.guard(ctx, t); err != nil {
+				return err
+			}
+			return host(ctx, t)
+		}
+	} else {
+		cfg.Guard = s.guard
+	}
+	if cfg.Redact == nil && s.redact != nil {
+		cfg.Redact = s.redact.String
+	}
 	if cfg.Builder == nil && !s.cfg.Context.Disable {
 		b, err := s.contextBuilder(m)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/hooks"
 )
 
 // Interrupt describes what an awaiting message waits for, so a host can
@@ -147,6 +148,7 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 				return exec.VerifyDecision(cp, d)
 			},
 			func(rctx context.Context, exec *agents.Executor, cp *agents.Checkpoint, ro []agents.ResumeOption) iter.Seq2[agents.Event, error] {
+				s.publishDecision(rctx, p, cp, approve, d.Reason)
 				if approve {
 					return exec.Approve(rctx, cp, d, ro...)
 				}
@@ -162,6 +164,7 @@ func (s *Service) decide(ctx context.Context, p domain.Principal, messageID, tok
 func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID string, kind domain.CheckpointKind,
 	opts []SendOption, yield func(agents.Event, error) bool, check func(*agents.Executor, *agents.Checkpoint) error,
 	start func(context.Context, *agents.Executor, *agents.Checkpoint, []agents.ResumeOption) iter.Seq2[agents.Event, error]) {
+	yield = s.scrubYield(yield)
 	o := sendOpts(opts)
 	if o.state != nil {
 		ctx = context.WithValue(ctx, stateKey{}, o.state)
@@ -175,6 +178,17 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 		yield(nil, err)
 		return
 	}
+	releaseQuota, err := s.admit(ctx, p)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	running := false
+	defer func() {
+		if !running {
+			releaseQuota()
+		}
+	}()
 	msg, sess, err := s.ownedMessage(ctx, p, messageID)
 	if err != nil {
 		yield(nil, err)
@@ -241,6 +255,7 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 	rec.args[cp.Pending.CallID] = cp.Pending.Arguments
 	runID := msg.RunID
 	r := s.newRunner(ctx, p, sess, msg, rec, st.live, st.leased)
+	r.releaseQuota, running = releaseQuota, true
 	r.start(ctx, o.cancelOnStop, yield, func(rctx context.Context) iter.Seq2[agents.Event, error] {
 		return start(rctx, exec, cp, []agents.ResumeOption{agents.WithRunID(runID), agents.WithAttributes(attrs)})
 	})
@@ -313,4 +328,20 @@ func (s *Service) RecoverStale(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("bichat: recover stale messages: %w", err)
 	}
 	return n, nil
+}
+
+// publishDecision reports the user's decision on a confirmation (a
+// hooks.Decision with policy "confirmation"), for the audit chain.
+func (s *Service) publishDecision(ctx context.Context, p domain.Principal, cp *agents.Checkpoint, approve bool, reason string) {
+	if s.bus == nil {
+		return
+	}
+	meta := s.meta(p, cp.SessionID)
+	meta.MessageID = cp.MessageID
+	outcome := hooks.DecisionDenied
+	if approve {
+		outcome = hooks.DecisionApproved
+	}
+	s.bus.Publish(ctx, &hooks.Decision{Meta: meta, Policy: "confirmation", Outcome: outcome,
+		Tool: cp.Pending.Tool, CallID: cp.Pending.CallID, Reason: reason})
 }

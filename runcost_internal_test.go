@@ -17,12 +17,14 @@ import (
 )
 
 // costService returns a Service on a fresh in-memory store whose model
-// answers every question with n text deltas.
+// answers every question with n text deltas. Each chunk ends with a space,
+// so the default redactor, which holds back runs of characters a secret
+// could contain until they end, passes every chunk on as it comes.
 func costService(t *testing.T, n int) (*Service, *memory.Store) {
 	t.Helper()
 	store := memory.New()
 	m := &scripted.Model{ChunkSize: 8, Respond: func(context.Context, *agents.Request) (scripted.Turn, error) {
-		return scripted.Turn{Text: strings.Repeat("abcdefgh", n)}, nil
+		return scripted.Turn{Text: strings.Repeat("abcdefg ", n)}, nil
 	}}
 	svc, err := New(Config{Agent: agents.Config{Model: m, System: "You are a test analyst."}, Store: store.Repositories(),
 		Logger: slog.New(slog.DiscardHandler)})

@@ -46,12 +46,18 @@ type runner struct {
 	// first event (nil when the caller did not count it).
 	starting  *pendingStart
 	published bool // the run published an event
+
+	// spend is what the run's model calls cost (budgets, message cost).
+	spend *runSpend
+	// releaseQuota frees the run's concurrent-run slot (nil without a
+	// quota limiter).
+	releaseQuota func()
 }
 
 func (s *Service) newRunner(ctx context.Context, p domain.Principal, sess *domain.Session, asst *domain.Message,
 	rec *runRecord, live *liveRun, leased bool) *runner {
 	return &runner{s: s, p: p, sess: sess, asst: asst, rec: rec, live: live, log: s.newRunLog(ctx, asst),
-		ctx: context.WithoutCancel(ctx), leased: leased}
+		ctx: context.WithoutCancel(ctx), leased: leased, spend: &runSpend{prior: asst.Metadata.CostUSD}}
 }
 
 // run drives the executor to the end; the caller watches through r.live.
@@ -63,7 +69,7 @@ func (r *runner) run(start func(context.Context) iter.Seq2[agents.Event, error])
 	}
 	s, p, asst, rec := r.s, r.p, r.asst, r.rec
 loop:
-	for ev, err := range start(r.live.ctx) {
+	for ev, err := range start(context.WithValue(r.live.ctx, runSpendKey{}, r.spend)) {
 		if r.lost.Load() || r.log.taken.Load() {
 			r.lost.Store(true)
 			break
@@ -93,6 +99,8 @@ loop:
 			}
 		}
 		switch e := ev.(type) {
+		case *agents.UsageReported:
+			r.recordCost(e)
 		case *agents.ToolCallStarted:
 			rec.args[e.CallID] = e.Arguments
 		case *agents.ToolCallFinished:
@@ -303,6 +311,9 @@ func (r *runner) finish() {
 	}
 	r.log.close()
 	r.releaseSession()
+	if r.releaseQuota != nil {
+		r.releaseQuota()
+	}
 	if r.terminal && !r.lost.Load() {
 		// Its stream ends with the terminal event of its log: watchers
 		// that come just after the end are served from memory (kept

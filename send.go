@@ -50,24 +50,36 @@ import (
 // run's context is cancelled.
 func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text string, opts ...SendOption) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
+		yield = s.scrubYield(yield)
 		starting := beginStart()
 		defer starting.end()
 		o := sendOpts(opts)
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
 		}
+		if err := authorize(p, domain.PermWrite); err != nil {
+			yield(nil, err)
+			return
+		}
 		attrs, err := s.attributes(ctx, p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		release, err := s.admit(ctx, p)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		st, user, history, err := s.prepareSend(ctx, p, sessionID, text)
 		if err != nil {
+			release()
 			yield(nil, err)
 			return
 		}
 		asst := st.asst
 		r := s.newRunner(ctx, p, st.sess, asst, newRunRecord(), st.live, st.leased)
+		r.releaseQuota = release
 		r.starting = starting
 		in := agents.Input{
 			RunID:     asst.RunID,
@@ -130,6 +142,8 @@ func (s *Service) prepareSend(ctx context.Context, p domain.Principal, sessionID
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// A secret pasted into a question is neither stored nor sent on.
+	t = s.scrub(t)
 	sess, err := s.ownedSession(ctx, p, sessionID)
 	if err != nil {
 		return nil, nil, nil, err
@@ -293,7 +307,14 @@ func (s *Service) publishSave(ctx context.Context, p domain.Principal, m *domain
 	meta := s.meta(p, m.SessionID)
 	meta.MessageID = m.ID
 	meta.RunID = m.RunID
-	s.bus.Publish(ctx, &hooks.MessageSave{Meta: meta, Role: m.Role, Status: m.Status, Usage: m.Metadata.Usage})
+	e := &hooks.MessageSave{Meta: meta, Role: m.Role, Status: m.Status, Usage: m.Metadata.Usage, CostUSD: m.Metadata.CostUSD}
+	if m.Role == domain.RoleUser || m.Status == domain.StatusComplete {
+		e.Text = m.Text()
+	}
+	if m.Metadata.Error != nil {
+		e.ErrorCode = m.Metadata.Error.Code
+	}
+	s.bus.Publish(ctx, e)
 }
 
 // persistCtx detaches final writes from a cancelled request so a run's
@@ -311,7 +332,7 @@ func (s *Service) failMessage(ctx context.Context, p domain.Principal, m *domain
 	if parts != nil {
 		m.Parts = parts
 	}
-	m.Metadata.Error = &domain.MessageError{Code: code, Message: msg, Time: now}
+	m.Metadata.Error = &domain.MessageError{Code: code, Message: s.scrub(msg), Time: now}
 	m.UpdatedAt = now
 	if err := s.repos.Messages.UpdateMessage(pctx, m); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "bichat: could not mark message failed; RecoverStale will", "message_id", m.ID, "error", err)
@@ -345,7 +366,7 @@ func (s *Service) failRun(ctx context.Context, p domain.Principal, m *domain.Mes
 	if parts != nil {
 		m.Parts = parts
 	}
-	m.Metadata.Error = &domain.MessageError{Code: code, Message: msg, Time: now}
+	m.Metadata.Error = &domain.MessageError{Code: code, Message: s.scrub(msg), Time: now}
 	m.UpdatedAt = now
 	if err := s.saveOutcome(pctx, m, leased); err != nil {
 		if !errors.Is(err, domain.ErrConflict) {
@@ -365,6 +386,8 @@ type runRecord struct {
 	calls     []domain.ToolCallRecord
 	datasets  []string
 	citations []domain.Citation
+	// cost is what the run's model calls cost since the last applyRecord.
+	cost float64
 }
 
 func newRunRecord() *runRecord { return &runRecord{args: map[string]json.RawMessage{}} }
@@ -428,6 +451,12 @@ func (s *Service) recordTool(ctx context.Context, p domain.Principal, asst *doma
 			s.cfg.Logger.ErrorContext(ctx, "bichat: save artifact", "artifact_id", a.ID, "error", err)
 			continue
 		}
+		if s.bus != nil {
+			meta := s.meta(p, asst.SessionID)
+			meta.MessageID, meta.RunID = asst.ID, e.Header().RunID
+			s.bus.Publish(pctx, &hooks.ArtifactSave{Meta: meta, CallID: e.CallID, Tool: e.Name, ArtifactID: a.ID,
+				Name: a.Name, MediaType: a.MediaType, SHA256: a.SHA256, Size: a.Size})
+		}
 		r.ArtifactIDs = append(r.ArtifactIDs, a.ID)
 	}
 	rec.calls = append(rec.calls, r)
@@ -444,6 +473,8 @@ func (s *Service) recordTool(ctx context.Context, p domain.Principal, asst *doma
 func (s *Service) applyRecord(m *domain.Message, rec *runRecord) {
 	md := &m.Metadata
 	md.ToolCalls = append(md.ToolCalls, rec.calls...)
+	md.CostUSD += rec.cost
+	rec.cost = 0
 	for _, d := range rec.datasets {
 		if !slices.Contains(md.DatasetsUsed, d) {
 			md.DatasetsUsed = append(md.DatasetsUsed, d)
@@ -452,6 +483,10 @@ func (s *Service) applyRecord(m *domain.Message, rec *runRecord) {
 	m.Citations = append(m.Citations, rec.citations...)
 	rec.calls, rec.datasets, rec.citations = nil, nil, nil
 }
+
+// cost books a model call's price into the record (the message's
+// metadata gets it with applyRecord).
+func (rec *runRecord) addCost(usd float64) { rec.cost += usd }
 
 // complete records the answer of a finished run (see saveOutcome).
 func (s *Service) complete(ctx context.Context, p domain.Principal, asst *domain.Message, leased bool,
@@ -494,7 +529,7 @@ func (s *Service) interrupt(ctx context.Context, p domain.Principal, asst *domai
 		return fmt.Errorf("bichat: save checkpoint: %w", err)
 	}
 	s.applyRecord(asst, rec)
-	asst.Parts = partsFromTranscript(e.Checkpoint.Messages, e.Checkpoint.Pending.CallID)
+	asst.Parts = partsFromTranscript(s.scrubMessages(e.Checkpoint.Messages), e.Checkpoint.Pending.CallID)
 	asst.Status = domain.StatusAwaitingInput
 	asst.Metadata.Usage = e.Checkpoint.Usage
 	asst.Metadata.StopReason = "interrupted"

@@ -13,6 +13,7 @@ import (
 	bctx "github.com/bichat-go/bichat/context"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/hooks"
+	"github.com/bichat-go/bichat/redact"
 )
 
 // Service is the facade a host application talks to. It is safe for
@@ -53,6 +54,8 @@ type Service struct {
 	// noHeartbeat stops lease renewals (a test hook that simulates a hung
 	// process).
 	noHeartbeat atomic.Bool
+	// redact scrubs secrets (nil: redaction disabled).
+	redact *redact.Redactor
 }
 
 // errBusy reports a session that already has a run in progress.
@@ -78,7 +81,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, repos: cfg.Store, bus: cfg.Bus, compiler: bctx.NewCompiler(), execs: map[string]*agents.Executor{},
-		runs: map[string]*liveRun{}, byMsg: map[string]*liveRun{}}
+		runs: map[string]*liveRun{}, byMsg: map[string]*liveRun{}, redact: cfg.redactor()}
 	s.life, s.endLife = context.WithCancelCause(context.Background())
 	exec, err := s.newExecutor(cfg.Agent.Model)
 	if err != nil {

@@ -44,6 +44,7 @@ import (
 // see yields the same domain.ErrNotFound as a missing one.
 func (s *Service) Watch(ctx context.Context, p domain.Principal, messageID string, afterSeq int64) iter.Seq2[agents.Event, error] {
 	return func(yield func(agents.Event, error) bool) {
+		yield = s.scrubYield(yield)
 		if err := authorize(p, domain.PermRead); err != nil {
 			yield(nil, err)
 			return

@@ -10,42 +10,95 @@ import (
 )
 
 // maxHeldText bounds the text a redacting run holds back waiting for the
-// end of a word; a longer word is scrubbed and sent as it is.
-const maxHeldText = 4096
+// end of a run of secret characters; a longer run is scrubbed and sent
+// as it is.
+const maxHeldText = 1024
 
-// textHold buffers streamed text of one kind (answer or reasoning) up to
-// the end of the current word, so Config.Redact sees a secret whole even
-// when the provider splits it across deltas.
+// maxHoldContext is how much of the text already sent a textHold keeps as
+// context, so a secret whose marker was sent in an earlier delta
+// ("Bearer ", "password: ") is still recognised.
+const maxHoldContext = 128
+
+// secretByte reports whether c can be part of a secret: printable ASCII
+// other than space. API keys, tokens, passwords in URLs and the like are
+// made of these; whitespace and non-ASCII text (most prose, CJK) end
+// them.
+func secretByte(c byte) bool { return c > ' ' && c < 0x7f }
+
+// textHold buffers streamed text of one kind (answer or reasoning) so that
+// Config.Redact sees every secret whole: it holds back the trailing run of
+// characters that may belong to a secret (see secretByte) until something
+// else follows it, and scrubs what it sends together with the end of what
+// it sent before, so a marker sent earlier still counts. Text without
+// such a run (prose ending in a space, CJK) goes out at once.
 type textHold struct {
-	pending strings.Builder
+	held string // raw text not sent yet
+	ctx  string // the end of the scrubbed text sent so far
 }
 
-// take adds s and returns the part that can be sent now: everything up to
-// and including the last whitespace, or everything when the held word grew
-// past maxHeldText.
-func (h *textHold) take(s string) string {
-	h.pending.WriteString(s)
-	p := h.pending.String()
-	cut := strings.LastIndexFunc(p, unicode.IsSpace)
-	if cut < 0 {
-		if len(p) < maxHeldText {
+// take adds s and returns the scrubbed text that can be sent now.
+func (h *textHold) take(s string, f func(string) string) string {
+	h.held += s
+	cut := len(h.held)
+	for cut > 0 && secretByte(h.held[cut-1]) {
+		cut--
+	}
+	if cut == 0 && len(h.held) < maxHeldText {
+		return ""
+	}
+	if len(h.held) >= maxHeldText {
+		cut = len(h.held)
+	}
+	body := h.scrub(f)
+	keep := h.held[cut:]
+	if keep != "" {
+		if !strings.HasSuffix(body, keep) {
+			// The held run is being scrubbed already (a secret in the
+			// making): hold everything until the run ends.
 			return ""
 		}
-		h.pending.Reset()
-		return p
+		body = body[:len(body)-len(keep)]
 	}
-	_, size := utf8.DecodeRuneInString(p[cut:])
-	cut += size
-	h.pending.Reset()
-	h.pending.WriteString(p[cut:])
-	return p[:cut]
+	h.held = keep
+	h.sent(body)
+	return body
 }
 
-// flush returns and forgets what is held.
-func (h *textHold) flush() string {
-	p := h.pending.String()
-	h.pending.Reset()
-	return p
+// flush returns the scrubbed text held back, and forgets it.
+func (h *textHold) flush(f func(string) string) string {
+	if h.held == "" {
+		return ""
+	}
+	body := h.scrub(f)
+	h.held = ""
+	h.sent(body)
+	return body
+}
+
+// scrub returns the held text scrubbed in the context of what was sent.
+func (h *textHold) scrub(f func(string) string) string {
+	if out := f(h.ctx + h.held); strings.HasPrefix(out, h.ctx) {
+		return out[len(h.ctx):]
+	}
+	// A match reached back into text already sent, which cannot be taken
+	// back: scrub the held text on its own.
+	return f(h.held)
+}
+
+// sent records body as sent, keeping the end of it (from a word start) as
+// context for the next scrub.
+func (h *textHold) sent(body string) {
+	c := h.ctx + body
+	if len(c) > maxHoldContext {
+		c = c[len(c)-maxHoldContext:]
+		if i := strings.IndexFunc(c, unicode.IsSpace); i >= 0 {
+			c = c[i:]
+		}
+	}
+	if !utf8.ValidString(c) {
+		c = strings.ToValidUTF8(c, "")
+	}
+	h.ctx = c
 }
 
 // redactRequest returns req with f applied to everything it sends as text:
@@ -58,7 +111,7 @@ func redactRequest(req *Request, f func(string) string) *Request {
 	out.System = f(req.System)
 	var msgs []Message
 	for i, m := range req.Messages {
-		if nm, changed := redactMessage(m, f); changed {
+		if nm, changed := redactMessage(m, f, false); changed {
 			if msgs == nil {
 				msgs = append([]Message(nil), req.Messages...)
 			}
@@ -75,9 +128,11 @@ func redactRequest(req *Request, f func(string) string) *Request {
 }
 
 // RedactMessages returns ms with f applied to the text, tool-call
-// arguments and tool results of each message (reasoning is left alone).
-// Neither ms nor its messages are modified: changed messages are copies,
-// and ms itself is returned when nothing changed.
+// arguments, tool results and reasoning of each message. Reasoning whose
+// text changes loses its signature (the provider would reject the
+// scrubbed text; unsigned reasoning is dropped from later requests
+// instead). Neither ms nor its messages are modified: changed messages
+// are copies, and ms itself is returned when nothing changed.
 func RedactMessages(ms []Message, f func(string) string) []Message {
 	if f == nil {
 		return ms
@@ -90,7 +145,7 @@ func RedactMessages(ms []Message, f func(string) string) []Message {
 func redactMessages(ms []Message, f func(string) string) []Message {
 	var out []Message
 	for i, m := range ms {
-		if nm, changed := redactMessage(m, f); changed {
+		if nm, changed := redactMessage(m, f, true); changed {
 			if out == nil {
 				out = append([]Message(nil), ms...)
 			}
@@ -104,11 +159,12 @@ func redactMessages(ms []Message, f func(string) string) []Message {
 }
 
 // redactMessage returns m with f applied to its text, tool-call arguments
-// and tool results, and whether anything changed (m is then a copy).
-func redactMessage(m Message, f func(string) string) (Message, bool) {
+// and tool results (and, with reasoning, its reasoning text), and whether
+// anything changed (m is then a copy).
+func redactMessage(m Message, f func(string) string, reasoning bool) (Message, bool) {
 	var parts []domain.Part
 	for i, p := range m.Parts {
-		np, changed := redactPart(p, f)
+		np, changed := redactPart(p, f, reasoning)
 		if !changed {
 			continue
 		}
@@ -124,8 +180,20 @@ func redactMessage(m Message, f func(string) string) (Message, bool) {
 	return m, true
 }
 
-func redactPart(p domain.Part, f func(string) string) (domain.Part, bool) {
+func redactPart(p domain.Part, f func(string) string, reasoning bool) (domain.Part, bool) {
 	switch {
+	case p.Reasoning != nil && reasoning:
+		t := f(p.Reasoning.Text)
+		if t == p.Reasoning.Text {
+			return p, false
+		}
+		// The signature covered the original text: a scrubbed copy is
+		// unsigned, so providers drop it rather than reject it when it
+		// comes back in a later question's history.
+		r := *p.Reasoning
+		r.Text, r.Signature = t, ""
+		p.Reasoning = &r
+		return p, true
 	case p.Type == domain.PartText:
 		t := f(p.Text)
 		if t == p.Text {

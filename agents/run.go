@@ -465,12 +465,12 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 // emitText yields a text or reasoning delta; with Config.Redact set it
 // holds the text back to the end of the current word (see textHold).
 func (r *run) emitText(text string, reasoning bool) error {
-	if r.e.cfg.Redact != nil {
+	if f := r.e.cfg.Redact; f != nil {
 		h := &r.text
 		if reasoning {
 			h = &r.reasoning
 		}
-		if text = h.take(text); text == "" {
+		if text = h.take(text, f); text == "" {
 			return nil
 		}
 	}
@@ -482,12 +482,16 @@ func (r *run) emitText(text string, reasoning bool) error {
 
 // flushText yields the text held back by emitText.
 func (r *run) flushText() error {
-	if t := r.reasoning.flush(); t != "" {
+	f := r.e.cfg.Redact
+	if f == nil {
+		return nil
+	}
+	if t := r.reasoning.flush(f); t != "" {
 		if err := r.emit(&ReasoningDelta{Text: t}); err != nil {
 			return err
 		}
 	}
-	if t := r.text.flush(); t != "" {
+	if t := r.text.flush(f); t != "" {
 		return r.emit(&TextDelta{Text: t})
 	}
 	return nil

@@ -13,4 +13,8 @@
 //
 // It prints the datasets the catalog found for the question, the streamed
 // events, the message as it was persisted and the files the tools made.
+// With -metrics it also prints the Prometheus series the run produced
+// (hooks/prometheus, on a registry of its own) and what the answer, the
+// session and the tenant's day cost (the offline analyst is given demo
+// prices); -out DIR saves the files.
 package main

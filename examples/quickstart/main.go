@@ -10,15 +10,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/memory"
 	"github.com/bichat-go/bichat/hooks"
+	bichatprom "github.com/bichat-go/bichat/hooks/prometheus"
 	"github.com/bichat-go/bichat/kb"
 	"github.com/bichat-go/bichat/providers"
 	"github.com/bichat-go/bichat/providers/scripted"
+	"github.com/bichat-go/bichat/redact"
 	"github.com/bichat-go/bichat/tools"
 	"github.com/bichat-go/bichat/tools/catalog"
 	"github.com/bichat-go/bichat/tools/chart"
@@ -41,16 +46,26 @@ WHERE o.status = 'completed' AND o.ordered_at >= '2025-01-01' AND o.ordered_at <
 GROUP BY r.name
 ORDER BY revenue DESC`
 
+// options are the command-line flags.
+type options struct {
+	offline bool   // use the scripted analyst even when a provider is configured
+	saveDir string // folder to save the files in ("": not saved)
+	metrics bool   // print a metrics and cost summary at the end
+}
+
 func main() {
-	offline := flag.Bool("offline", false, "use the scripted analyst even when a provider is configured")
-	save := flag.String("out", "", "folder to save the chart, workbook and CSV in (default: not saved)")
+	var o options
+	flag.BoolVar(&o.offline, "offline", false, "use the scripted analyst even when a provider is configured")
+	flag.StringVar(&o.saveDir, "out", "", "folder to save the chart, workbook and CSV in (default: not saved)")
+	flag.BoolVar(&o.metrics, "metrics", false, "print a summary of the Prometheus metrics and of the cost at the end")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *offline, *save); err != nil {
+	if err := run(context.Background(), os.Stdout, o); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) error {
+func run(ctx context.Context, out io.Writer, o options) error {
+	forceOffline, saveDir := o.offline, o.saveDir
 	// 1. Data: a SQLite file of generated retail data, opened read-only.
 	dir, err := os.MkdirTemp("", "bichat-quickstart-")
 	if err != nil {
@@ -79,12 +94,19 @@ func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) 
 	}
 	defer cat.Close()
 
+	// Events (every step of a run, the tools' SQL statements) go on a bus,
+	// through the same redactor as everything else the service sends out:
+	// no API key or password reaches a handler.
+	redactor := redact.Default()
+	bus := hooks.New(hooks.Options{Redact: redactor.Func()})
+	defer bus.Close()
+
 	// 3. Tools, sharing one result store (tables by name) and one artifact
 	// store (files).
 	store := memory.NewArtifactStore(0)
 	results := tools.NewMemoryResults(10)
 	charts := chart.NewMemoryCharts(0)
-	data, err := sqldb.New(sqldb.Config{DB: db, Results: results, Store: store, Datasets: datasets})
+	data, err := sqldb.New(sqldb.Config{DB: db, Results: results, Store: store, Datasets: datasets, Bus: bus})
 	if err != nil {
 		return err
 	}
@@ -113,8 +135,24 @@ func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) 
 	}
 	fmt.Fprintf(out, "model: %s/%s\n%s\n", model.Info().Provider, model.Info().Name, note)
 
-	bus := hooks.New(hooks.Options{})
-	defer bus.Close()
+	var reg *prometheus.Registry
+	if o.metrics {
+		// Metrics go to a registry of our own (a web host would serve it
+		// with promhttp.HandlerFor); tool and model labels come from the
+		// configured sets, so no label grows without bound.
+		reg = prometheus.NewRegistry()
+		names := make([]string, len(toolset))
+		for i, t := range toolset {
+			names[i] = t.Spec().Name
+		}
+		m, err := bichatprom.New(reg, bichatprom.Options{Tools: names, Models: []string{model.Info().Name}, Bus: bus})
+		if err != nil {
+			return err
+		}
+		if _, err := bus.Subscribe(m); err != nil {
+			return err
+		}
+	}
 	if _, err := hooks.Listen(bus, func(_ context.Context, e *bichat.DiscoveryEvent) error {
 		fmt.Fprintf(out, "\n== discovery: %s\n", strings.Join(e.Datasets, ", "))
 		return nil
@@ -133,6 +171,7 @@ func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) 
 		ArtifactStore: store,
 		Knowledge:     bichat.Knowledge{Catalog: cat},
 		Bus:           bus,
+		Redactor:      redactor,
 	})
 	if err != nil {
 		return err
@@ -201,6 +240,61 @@ func run(ctx context.Context, out io.Writer, forceOffline bool, saveDir string) 
 		}
 		fmt.Fprintf(out, "%-6s %-28s %6d bytes  %s\n", meta.Kind, meta.Name, n, meta.MediaType)
 	}
+	if !o.metrics {
+		return nil
+	}
+	fmt.Fprintln(out, "\n== metrics")
+	if err := printMetrics(out, reg); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\n== cost")
+	answer, err := svc.Message(ctx, ana, answerID)
+	if err != nil {
+		return err
+	}
+	sessionCost, err := svc.Costs().SessionCost(ctx, ana.TenantID, sess.ID)
+	if err != nil {
+		return err
+	}
+	today, err := svc.Costs().TenantDayCost(ctx, ana.TenantID, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "answer   $%.6f  (%d tokens in, %d out)\n", answer.Metadata.CostUSD,
+		answer.Metadata.Usage.PromptTokens, answer.Metadata.Usage.CompletionTokens)
+	fmt.Fprintf(out, "session  $%.6f\n", sessionCost)
+	fmt.Fprintf(out, "%s today $%.6f\n", ana.TenantID, today)
+	return nil
+}
+
+// printMetrics prints the non-zero series of reg: counters and gauges as
+// their value, histograms as their count and sum.
+func printMetrics(out io.Writer, reg *prometheus.Registry) error {
+	families, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			name := f.GetName()
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.GetCounter() != nil && m.GetCounter().GetValue() != 0:
+				fmt.Fprintf(out, "%-72s %g\n", name, m.GetCounter().GetValue())
+			case m.GetGauge() != nil && m.GetGauge().GetValue() != 0:
+				fmt.Fprintf(out, "%-72s %g\n", name, m.GetGauge().GetValue())
+			case m.GetHistogram() != nil && m.GetHistogram().GetSampleCount() != 0:
+				h := m.GetHistogram()
+				fmt.Fprintf(out, "%-72s count=%d sum=%.4g\n", name, h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+	}
 	return nil
 }
 
@@ -233,38 +327,43 @@ func saveArtifact(content io.Reader, dir, name string) (int64, error) {
 // exports the result it was told about, then answers from the query's
 // table.
 func analyst() *scripted.Model {
-	return &scripted.Model{Respond: func(_ context.Context, req *agents.Request) (scripted.Turn, error) {
-		results := map[string]string{}
-		for _, m := range req.Messages {
-			for _, p := range m.Parts {
-				if p.ToolResult != nil {
-					results[p.ToolResult.Name] = p.ToolResult.Content
+	return &scripted.Model{ModelInfo: agents.ModelInfo{Provider: "scripted", Name: "scripted-analyst", ContextWindow: 128_000,
+		Capabilities: agents.Capabilities{Tools: true, ParallelTools: true},
+		// Demo prices (US dollars per million tokens), so -metrics has a
+		// cost to show; a real model's come from the provider registry.
+		Pricing: agents.Pricing{InputPerMTok: 2.5, CachedInputPerMTok: 0.25, OutputPerMTok: 10}},
+		Respond: func(_ context.Context, req *agents.Request) (scripted.Turn, error) {
+			results := map[string]string{}
+			for _, m := range req.Messages {
+				for _, p := range m.Parts {
+					if p.ToolResult != nil {
+						results[p.ToolResult.Name] = p.ToolResult.Content
+					}
 				}
 			}
-		}
-		query, ok := results[sqldb.ToolQuery]
-		switch {
-		case !ok:
-			return scripted.Turn{
-				Text:      "I'll sum 2025 revenue of completed orders per region.\n",
-				ToolCalls: []scripted.Call{scripted.CallJSON(sqldb.ToolQuery, sqldb.QueryArgs{SQL: revenueSQL})},
-			}, nil
-		case results["draw_chart"] == "":
-			ref := resultName(query)
-			return scripted.Turn{ToolCalls: []scripted.Call{
-				scripted.CallJSON("draw_chart", chart.Input{Type: "bar", Data: chart.Data{Ref: ref}, X: "region", Y: "revenue",
-					Title: "Revenue by region, 2025 (EUR)"}),
-				scripted.CallJSON("export_excel", export.ExcelInput{Title: "Revenue by region 2025",
-					Sheets: []export.SheetInput{{Name: "Revenue", Data: chart.Data{Ref: ref}}}}),
-			}}, nil
-		}
-		region, revenue, orders, err := topRow(query)
-		if err != nil {
-			return scripted.Turn{}, err
-		}
-		return scripted.Turn{Text: fmt.Sprintf("**%s** had the highest revenue in 2025: €%s from %s completed orders. "+
-			"The chart and the workbook are attached.", region, revenue, orders)}, nil
-	}}
+			query, ok := results[sqldb.ToolQuery]
+			switch {
+			case !ok:
+				return scripted.Turn{
+					Text:      "I'll sum 2025 revenue of completed orders per region.\n",
+					ToolCalls: []scripted.Call{scripted.CallJSON(sqldb.ToolQuery, sqldb.QueryArgs{SQL: revenueSQL})},
+				}, nil
+			case results["draw_chart"] == "":
+				ref := resultName(query)
+				return scripted.Turn{ToolCalls: []scripted.Call{
+					scripted.CallJSON("draw_chart", chart.Input{Type: "bar", Data: chart.Data{Ref: ref}, X: "region", Y: "revenue",
+						Title: "Revenue by region, 2025 (EUR)"}),
+					scripted.CallJSON("export_excel", export.ExcelInput{Title: "Revenue by region 2025",
+						Sheets: []export.SheetInput{{Name: "Revenue", Data: chart.Data{Ref: ref}}}}),
+				}}, nil
+			}
+			region, revenue, orders, err := topRow(query)
+			if err != nil {
+				return scripted.Turn{}, err
+			}
+			return scripted.Turn{Text: fmt.Sprintf("**%s** had the highest revenue in 2025: €%s from %s completed orders. "+
+				"The chart and the workbook are attached.", region, revenue, orders)}, nil
+		}}
 }
 
 // resultName finds the name query_database gave its result ("result_1").

@@ -17,7 +17,7 @@ func TestRun(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	dir := t.TempDir()
-	if err := run(t.Context(), &out, true, dir); err != nil {
+	if err := run(t.Context(), &out, options{offline: true, saveDir: dir, metrics: true}); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
 	got := out.String()
@@ -34,6 +34,15 @@ func TestRun(t *testing.T) {
 		`(?m)^chart +chart_1\.png +\d+ bytes  image/png$`,
 		`(?m)^file +Revenue_by_region_2025\.xlsx +\d+ bytes`,
 		`(?m)^table +result_1\.csv +\d+ bytes  text/csv$`,
+		// -metrics: the Prometheus series of the run and its cost.
+		`(?m)^bichat_runs_total\{reason=end_turn,result=finished\} +1$`,
+		`(?m)^bichat_tool_calls_total\{outcome=ok,tool=query_database\} +1$`,
+		`(?m)^bichat_model_requests_total\{model=scripted-analyst,outcome=ok,provider=scripted\} +3$`,
+		`(?m)^bichat_sql_statements_total\{outcome=ok,tool=query_database\} +1$`,
+		`(?m)^bichat_model_cost_usd_total\{model=scripted-analyst,provider=scripted\} +0\.0\d+$`,
+		`(?m)^answer +\$0\.0\d{5}  \(\d+ tokens in, \d+ out\)$`,
+		`(?m)^session +\$0\.0\d{5}$`,
+		`(?m)^acme today \$0\.0\d{5}$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(got) {
 			t.Errorf("output lacks a line matching %s\noutput:\n%s", want, got)
