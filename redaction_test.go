@@ -247,4 +247,3 @@ func excerpt(s, secret string) string {
 	from, to := max(0, i-120), min(len(s), i+len(secret)+60)
 	return s[from:to]
 }
-

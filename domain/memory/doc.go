@@ -65,5 +65,10 @@
 //     names result_1, result_2, ... are never reused within a session,
 //     and DeleteSession deletes the session's results.
 //
+// NewCostLedger returns a domain.CostLedger (what model calls cost per
+// session and per tenant per UTC day) with exact nano-dollar totals,
+// bounded by CostLedgerOptions: MaxSessions sessions (the least recently
+// updated evicted) and KeepDays days.
+//
 // Nothing is persisted: the data is gone when the process exits.
 package memory
