@@ -145,6 +145,24 @@
 // "internal error" and the cause is logged. Hosts with their own routes
 // use [WriteSSE] and [WriteError] directly.
 //
+// # Operations
+//
+// Every model call is priced (the model's prices; cached input and cache
+// writes apart) and booked into the message (Metadata.CostUSD) and
+// Config.Costs, a domain.CostLedger per session and per tenant per UTC day
+// that [Service.Costs] reads back. Config.Budgets ([Budgets]) stop a run
+// before a model call its message, session or tenant-day budget does not
+// allow (code "budget_exceeded", [ErrBudgetExceeded]). Config.Quota (a
+// quota.Limiter) limits requests and tokens per minute and concurrent runs
+// per tenant and per user; a refusal is a [RateLimitError] (HTTP 429 with
+// Retry-After) and creates nothing. Config.Attributes maps the caller to
+// the data-scoping attributes every tool call carries (see
+// tools/sqldb/postgres Options.Settings for row-level security).
+// Config.Redactor (redact.Default() unless Config.DisableRedaction)
+// scrubs secrets from prompts, streamed events, stored messages, errors
+// and logs. Metrics, traces and the audit chain are bus handlers:
+// hooks/prometheus, hooks/otel and hooks/audit.
+//
 // The layers below are importable on their own: package agents (models,
 // tools, the executor), hooks (the event bus), domain (entities and
 // repositories) and their adapters.
