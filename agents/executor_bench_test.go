@@ -11,6 +11,7 @@ import (
 	"github.com/bichat-go/bichat/hooks"
 	"github.com/bichat-go/bichat/internal/bench"
 	"github.com/bichat-go/bichat/providers/scripted"
+	"github.com/bichat-go/bichat/redact"
 )
 
 // benchHistory returns n alternating user and assistant messages of about
@@ -42,15 +43,19 @@ func benchTools() (sales, fx, note agents.Tool) {
 // benchSetup builds an executor whose every run is one ReAct turn with
 // three tool calls (two parallel-safe, one not) and a short final answer:
 // two model calls and three tool calls.
-func benchSetup(b *testing.B, bus *hooks.Bus) (*agents.Executor, *scripted.Model, agents.Input) {
+func benchSetup(b *testing.B, bus *hooks.Bus, redactFn ...func(string) string) (*agents.Executor, *scripted.Model, agents.Input) {
 	b.Helper()
+	var f func(string) string
+	if len(redactFn) > 0 {
+		f = redactFn[0]
+	}
 	sales, fx, note := benchTools()
 	m := &scripted.Model{ChunkSize: 32, Turns: []scripted.Turn{
 		{Text: "Let me fetch the figures.", ToolCalls: bench.Calls()},
 		{Text: "EMEA sales in 2025 were 1.34 M$ over 321 orders."},
 	}}
 	e, err := agents.NewExecutor(agents.Config{Model: m, System: "You are a data analyst.", Bus: bus,
-		Tools: []agents.Tool{sales, fx, note}})
+		Tools: []agents.Tool{sales, fx, note}, Redact: f})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,8 +64,8 @@ func benchSetup(b *testing.B, bus *hooks.Bus) (*agents.Executor, *scripted.Model
 	return e, m, in
 }
 
-func runBench(b *testing.B, bus *hooks.Bus) {
-	e, m, in := benchSetup(b, bus)
+func runBench(b *testing.B, bus *hooks.Bus, redactFn ...func(string) string) {
+	e, m, in := benchSetup(b, bus, redactFn...)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -91,6 +96,12 @@ func runBench(b *testing.B, bus *hooks.Bus) {
 // BenchmarkExecutorTurn measures one run: 50 history messages, one turn
 // with three tool calls (two in parallel), then a short answer.
 func BenchmarkExecutorTurn(b *testing.B) { runBench(b, nil) }
+
+// BenchmarkExecutorTurnRedacted is BenchmarkExecutorTurn with the default
+// redactor (bichat's default): every request (50 history messages) and
+// every event is scrubbed, streamed text held to the end of its word.
+// Divided by BenchmarkExecutorTurn it is the cost of redaction.
+func BenchmarkExecutorTurnRedacted(b *testing.B) { runBench(b, nil, redact.Default().Func()) }
 
 // BenchmarkExecutorTurnWithBus is BenchmarkExecutorTurn with a bus that has
 // one no-op subscriber.
