@@ -25,12 +25,22 @@
 // domain/postgres; package domain/domaintest holds the conformance suite
 // every implementation must pass.
 //
+// Two more seams stand apart from [Repositories]: [CostLedger] (what model
+// calls cost per session and per tenant per UTC day, exact in nano-dollars;
+// memory.NewCostLedger, postgres.Store) and [DataSourceRepository] (the
+// databases a tenant's agent may query, their connection settings sealed
+// by package secrets; memory.NewDataSources, postgres.Store). Its
+// ScanDataSources is a cross-tenant sweep, for key rotation.
+//
 // # Writing a repository
 //
 // The Check functions ([CheckCreateSession], [CheckCreateMessages],
 // [CheckUpdateMessage], [CheckClaimRun], [CheckRenewLease],
 // [CheckFinishRun], [CheckAppendRunEvents], [CheckSubscribeRunEvents],
-// [CheckSaveArtifact], [CheckSaveCheckpoint], [CheckPutResult]) validate
+// [CheckSaveArtifact], [CheckSaveCheckpoint], [CheckPutResult],
+// [CheckCostEntry], [CheckSessionCost], [CheckTenantDayCost],
+// [CheckTenantDays], [CheckDataSource], [CheckSwapSealedConfig],
+// [CheckScanDataSources]) validate
 // the input of one repository method each, the way the interfaces
 // require and the conformance suite expects. Both bundled
 // implementations call them first; a repository of the host's own should

@@ -18,6 +18,9 @@
 // race goroutines against Claim, ClaimRun, FailExpired, TakeCheckpoint and
 // TakeExpiredCheckpoints.
 //
+// [RunCostLedgerTests] and [RunDataSourceTests] do the same for a
+// domain.CostLedger and a domain.DataSourceRepository.
+//
 // Pass an [Options] when the store is configured with limits other than
 // the defaults (10 results per session, 8 MiB per result), e.g.
 //

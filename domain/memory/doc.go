@@ -68,7 +68,8 @@
 // NewCostLedger returns a domain.CostLedger (what model calls cost per
 // session and per tenant per UTC day) with exact nano-dollar totals,
 // bounded by CostLedgerOptions: MaxSessions sessions (the least recently
-// updated evicted) and KeepDays days.
+// updated evicted) and KeepDays days. NewDataSources returns a
+// domain.DataSourceRepository.
 //
 // Nothing is persisted: the data is gone when the process exits.
 package memory

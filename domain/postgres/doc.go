@@ -104,7 +104,9 @@
 // (Options.ResultsPerSession) and size (Options.MaxResultBytes per result,
 // Options.MaxSessionResultBytes for all of a session's results).
 //
-// Store also implements domain.CostLedger (tables cost_sessions and
+// Store also implements domain.DataSourceRepository (table datasources:
+// connection settings only ever stored sealed, see package secrets) and
+// domain.CostLedger (tables cost_sessions and
 // cost_days, exact nano-dollar sums, one statement per AddCost, shared by
 // every replica; old rows go with PruneCosts), the table of the
 // hooks/audit/postgres sink and those of quota/postgres: Migrate creates

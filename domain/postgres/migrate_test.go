@@ -109,7 +109,7 @@ func TestMigrateConcurrentProcesses(t *testing.T) {
 	if err := p.QueryRow(t.Context(), `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, schema).Scan(&tables); err != nil {
 		t.Fatal(err)
 	}
-	if want := 10; tables != want { // schema_version + 9 tables
+	if want := 17; tables != want { // schema_version + 16 tables
 		t.Errorf("schema %s holds %d tables, want %d", schema, tables, want)
 	}
 	s, err := postgres.New(p, postgres.Options{Schema: schema})
@@ -194,7 +194,8 @@ func TestMigrationsFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"0001_init.sql", "0002_runs_results_content.sql", "0003_recipes.sql"}
+	want := []string{"0001_init.sql", "0002_runs_results_content.sql", "0003_recipes.sql", "0004_costs.sql",
+		"0005_datasources.sql", "0006_audit.sql", "0007_quotas.sql"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("Migrations() holds %v, want %v", names, want)
 	}

@@ -105,4 +105,8 @@
 // computes such a function in full before the first row, so a LIMIT does
 // not help; the hint says to bound the function's arguments or to call it
 // in the select list, where its rows stream.
+//
+// A host that keeps its tenants' databases as data sources (package
+// secrets: connection settings sealed with AES-256-GCM) connects with
+// OpenDataSource, which decrypts the settings only then.
 package postgres
