@@ -9,6 +9,23 @@ import (
 	"github.com/bichat-go/bichat/quota"
 )
 
+// admitWriter checks that p may write, maps p to its data-scoping
+// attributes and takes a request and a run slot from the quota (see
+// admit): what Send, Resume, Approve and Deny do before anything else.
+// release must be called when the run ends (or does not start).
+func (s *Service) admitWriter(ctx context.Context, p domain.Principal) (attrs map[string]string, release func(), err error) {
+	if err := authorize(p, domain.PermWrite); err != nil {
+		return nil, nil, err
+	}
+	if attrs, err = s.attributes(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	if release, err = s.admit(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	return attrs, release, nil
+}
+
 // admit asks the quota limiter (Config.Quota) for a request of p and a
 // concurrent-run slot. It returns the slot's release (a no-op without a
 // limiter) or a *RateLimitError wrapping the limiter's

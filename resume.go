@@ -169,16 +169,7 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 	if o.state != nil {
 		ctx = context.WithValue(ctx, stateKey{}, o.state)
 	}
-	if err := authorize(p, domain.PermWrite); err != nil {
-		yield(nil, err)
-		return
-	}
-	attrs, err := s.attributes(ctx, p)
-	if err != nil {
-		yield(nil, err)
-		return
-	}
-	releaseQuota, err := s.admit(ctx, p)
+	attrs, releaseQuota, err := s.admitWriter(ctx, p)
 	if err != nil {
 		yield(nil, err)
 		return

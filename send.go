@@ -57,16 +57,7 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
 		}
-		if err := authorize(p, domain.PermWrite); err != nil {
-			yield(nil, err)
-			return
-		}
-		attrs, err := s.attributes(ctx, p)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		release, err := s.admit(ctx, p)
+		attrs, release, err := s.admitWriter(ctx, p)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -453,3 +453,40 @@ func costCancelled(t *testing.T, c *costEnv) {
 	c.wantSession("acme", s, 0)
 	c.wantDay("acme", at, 0)
 }
+
+// BenchmarkAddCost measures CostLedger.AddCost: one priced call at a
+// time, spread over the given number of sessions of one tenant.
+func BenchmarkAddCost(b *testing.B, l domain.CostLedger, sessions int) {
+	ctx := context.Background()
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = domain.NewID()
+	}
+	at := time.Now()
+	i := 0
+	for b.Loop() {
+		e := domain.CostEntry{TenantID: "acme", SessionID: ids[i%len(ids)], Time: at, USD: 0.0123,
+			Usage: domain.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100}}
+		if err := l.AddCost(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkTenantDayCost measures CostLedger.TenantDayCost on a tenant
+// with 30 days of calls.
+func BenchmarkTenantDayCost(b *testing.B, l domain.CostLedger) {
+	ctx := context.Background()
+	at := time.Now()
+	for d := range 30 {
+		if err := l.AddCost(ctx, domain.CostEntry{TenantID: "acme", Time: at.AddDate(0, 0, -d), USD: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, err := l.TenantDayCost(ctx, "acme", at); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -251,36 +251,9 @@ func ExampleNewCostLedger() {
 }
 
 func BenchmarkCostLedgerAddCost(b *testing.B) {
-	l := memory.NewCostLedger(memory.CostLedgerOptions{})
-	ctx := context.Background()
-	sessions := make([]string, 1000)
-	for i := range sessions {
-		sessions[i] = domain.NewID()
-	}
-	at := time.Now()
-	i := 0
-	for b.Loop() {
-		e := domain.CostEntry{TenantID: "acme", SessionID: sessions[i%len(sessions)], Time: at, USD: 0.0123,
-			Usage: domain.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100}}
-		if err := l.AddCost(ctx, e); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	domaintest.BenchmarkAddCost(b, memory.NewCostLedger(memory.CostLedgerOptions{}), 1000)
 }
 
 func BenchmarkCostLedgerTenantDayCost(b *testing.B) {
-	l := memory.NewCostLedger(memory.CostLedgerOptions{})
-	ctx := context.Background()
-	at := time.Now()
-	for d := range 30 {
-		if err := l.AddCost(ctx, domain.CostEntry{TenantID: "acme", Time: at.AddDate(0, 0, -d), USD: 1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for b.Loop() {
-		if _, err := l.TenantDayCost(ctx, "acme", at); err != nil {
-			b.Fatal(err)
-		}
-	}
+	domaintest.BenchmarkTenantDayCost(b, memory.NewCostLedger(memory.CostLedgerOptions{}))
 }

@@ -112,40 +112,11 @@ func TestAddCostOverflow(t *testing.T) {
 }
 
 func BenchmarkCostAddCost(b *testing.B) {
-	p := pgtest.NewPool(b, 1)
-	s := newStoreOn(b, p, postgres.Options{})
-	ctx := context.Background()
-	sessions := make([]string, 100)
-	for i := range sessions {
-		sessions[i] = domain.NewID()
-	}
-	at := time.Now()
-	i := 0
-	for b.Loop() {
-		e := domain.CostEntry{TenantID: "acme", SessionID: sessions[i%len(sessions)], Time: at, USD: 0.0123,
-			Usage: domain.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100}}
-		if err := s.AddCost(ctx, e); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	domaintest.BenchmarkAddCost(b, newStoreOn(b, pgtest.NewPool(b, 1), postgres.Options{}), 100)
 }
 
 func BenchmarkCostTenantDayCost(b *testing.B) {
-	p := pgtest.NewPool(b, 1)
-	s := newStoreOn(b, p, postgres.Options{})
-	ctx := context.Background()
-	at := time.Now()
-	for d := range 30 {
-		if err := s.AddCost(ctx, domain.CostEntry{TenantID: "acme", Time: at.AddDate(0, 0, -d), USD: 1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for b.Loop() {
-		if _, err := s.TenantDayCost(ctx, "acme", at); err != nil {
-			b.Fatal(err)
-		}
-	}
+	domaintest.BenchmarkTenantDayCost(b, newStoreOn(b, pgtest.NewPool(b, 1), postgres.Options{}))
 }
 
 // BenchmarkCostBaseline is the baseline of the two cost benchmarks: one

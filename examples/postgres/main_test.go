@@ -207,6 +207,29 @@ func TestBadStoreDSNIsAnErrorWithoutThePassword(t *testing.T) {
 	}
 }
 
+// sampleSchema creates a schema of its own with the retail sample tables,
+// through the owner, and a read-only role that reads it; it returns the
+// schema, the role and the role's DSN.
+func sampleSchema(t *testing.T, owner string) (schema, role, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	schema = randomName("example_")
+	ownerExec(t, owner, "CREATE SCHEMA "+schema)
+	role, dsn = readOnlyRole(t, owner, schema)
+	conn, err := pgx.Connect(ctx, owner)
+	if err != nil {
+		t.Fatal("connect to the test database")
+	}
+	defer conn.Close(ctx)
+	if err := sampledata.Load(ctx, "postgres", sampledata.Options{Schema: schema}, func(ctx context.Context, s string) error {
+		_, err := conn.Exec(ctx, s)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return schema, role, dsn
+}
+
 var sessionLine = regexp.MustCompile(`(?m)^session: (\S+)$`)
 
 // With -store-dsn the service keeps its data in PostgreSQL: after the
@@ -217,21 +240,7 @@ func TestSessionsPersistInPostgres(t *testing.T) {
 	t.Parallel()
 	owner := testDSN(t)
 	ctx := context.Background()
-	schema := randomName("example_")
-	ownerExec(t, owner, "CREATE SCHEMA "+schema)
-	role, dsn := readOnlyRole(t, owner, schema)
-	conn, err := pgx.Connect(ctx, owner)
-	if err != nil {
-		t.Fatal("connect to the test database")
-	}
-	err = sampledata.Load(ctx, "postgres", sampledata.Options{Schema: schema}, func(ctx context.Context, s string) error {
-		_, err := conn.Exec(ctx, s)
-		return err
-	})
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, role, dsn := sampleSchema(t, owner)
 	// The storage schema belongs to the owner; the program creates it.
 	store := randomName("example_store_")
 	t.Cleanup(func() { ownerExec(t, owner, "DROP SCHEMA IF EXISTS "+store+" CASCADE") })

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/agents"
 	"github.com/bichat-go/bichat/domain"
@@ -27,21 +25,7 @@ func TestUsersOfOneTenantSeeTheirRegion(t *testing.T) {
 	t.Parallel()
 	owner := testDSN(t)
 	ctx := context.Background()
-	schema := randomName("example_")
-	ownerExec(t, owner, "CREATE SCHEMA "+schema)
-	_, dsn := readOnlyRole(t, owner, schema)
-	conn, err := pgx.Connect(ctx, owner)
-	if err != nil {
-		t.Fatal("connect to the test database")
-	}
-	err = sampledata.Load(ctx, "postgres", sampledata.Options{Schema: schema}, func(ctx context.Context, s string) error {
-		_, err := conn.Exec(ctx, s)
-		return err
-	})
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, _, dsn := sampleSchema(t, owner)
 	// The policy, as -role-sql -rls prints it.
 	var out, errb bytes.Buffer
 	if code := run(ctx, []string{"-role-sql", "analyst", "-schema", schema, "-rls"}, &out, &errb); code != 0 {
