@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bichat-go/bichat"
@@ -17,10 +18,13 @@ import (
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/domain/memory"
 	"github.com/bichat-go/bichat/domain/postgres"
+	"github.com/bichat-go/bichat/hooks"
+	bichatprom "github.com/bichat-go/bichat/hooks/prometheus"
 	"github.com/bichat-go/bichat/kb"
 	"github.com/bichat-go/bichat/kb/recipes"
 	recipespg "github.com/bichat-go/bichat/kb/recipes/postgres"
 	"github.com/bichat-go/bichat/providers"
+	"github.com/bichat-go/bichat/redact"
 	"github.com/bichat-go/bichat/sandbox/bwrap"
 	"github.com/bichat-go/bichat/tools"
 	"github.com/bichat-go/bichat/tools/catalog"
@@ -31,6 +35,7 @@ import (
 	"github.com/bichat-go/bichat/tools/sqldb/sampledata"
 	"github.com/bichat-go/bichat/tools/sqldb/sqlite"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configure New. The zero value serves the scripted analyst or
@@ -96,6 +101,9 @@ type App struct {
 	SandboxNote string
 	// Tools are the names of the agent's tools.
 	Tools []string
+	// Metrics is the Prometheus registry the server's metrics are in
+	// (hooks/prometheus, fed by the event bus), served at GET /metrics.
+	Metrics *prometheus.Registry
 
 	handler http.Handler
 	closers []func() error
@@ -148,8 +156,18 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 	embedder := kb.NewHashEmbedder(kb.HashEmbedderOptions{})
 	var recipeMemory bichat.RecipeMemory = recipes.New(embedder, recipes.Options{})
 
+	// Events: one bus, scrubbed of secrets by the redactor the service
+	// uses too, feeding the Prometheus metrics.
+	redactor := redact.Default()
+	bus := hooks.New(hooks.Options{Redact: redactor.Func(), OnError: func(he *hooks.HandlerError) {
+		logger.Error("server: event handler failed", "kind", string(he.Kind), "error", he.Error())
+	}})
+	a.closers = append(a.closers, bus.Close)
+
 	// Storage: in memory, or PostgreSQL with -dsn. The tools share one
-	// result store (tables by name) and one artifact store (files).
+	// result store (tables by name) and one artifact store (files); the
+	// cost ledger follows the storage.
+	var costs domain.CostLedger
 	var repos domain.Repositories
 	var store domain.ArtifactStore = memory.NewArtifactStore(0)
 	var results tools.Results = tools.NewMemoryResults(10)
@@ -170,6 +188,7 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 		a.closers = append(a.closers, func() error { pst.Close(); return nil })
 		repos = pst.Repositories()
 		store = pst.ArtifactStore(0)
+		costs = pst
 		results = tools.StoreResults(repos.Results)
 		rs, err := recipespg.New(pool, embedder, recipespg.Options{Schema: schema})
 		if err != nil {
@@ -180,7 +199,7 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 	} else {
 		a.StorageNote = "sessions are kept in memory (-dsn keeps them in PostgreSQL)"
 	}
-	data, err := sqldb.New(sqldb.Config{DB: db, Results: results, Store: store, Datasets: datasets})
+	data, err := sqldb.New(sqldb.Config{DB: db, Results: results, Store: store, Datasets: datasets, Bus: bus})
 	if err != nil {
 		return nil, fmt.Errorf("server: SQL tools: %w", err)
 	}
@@ -202,7 +221,7 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 		return nil, fmt.Errorf("server: pin_chart: %w", err)
 	}
 	toolset := append(data.All(), drawChart, excel, list, pin)
-	py, note := a.sandbox(opts, results, store)
+	py, note := a.sandbox(opts, results, store, bus)
 	if py != nil {
 		toolset = append(toolset, py)
 	}
@@ -210,6 +229,9 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 	for _, t := range toolset {
 		a.Tools = append(a.Tools, t.Spec().Name)
 	}
+	// Metrics: tool labels from the configured tools (the model label
+	// comes from the offered models below), never the global registry.
+	a.Metrics = prometheus.NewRegistry()
 
 	// The model: a real one when the environment configures it, else the
 	// scripted analyst.
@@ -239,6 +261,13 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 		}
 	}
 
+	metrics, err := bichatprom.New(a.Metrics, bichatprom.Options{Tools: a.Tools, Models: modelNames(offered), Bus: bus})
+	if err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
+	if _, err := bus.Subscribe(metrics); err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
 	svc, err := bichat.New(bichat.Config{
 		Agent: agents.Config{
 			Model: model,
@@ -254,6 +283,9 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 		Models:        resolver{analyst: a.Analyst, registry: registry},
 		Knowledge:     bichat.Knowledge{Catalog: cat, Recipes: recipeMemory},
 		Logger:        logger,
+		Bus:           bus,
+		Costs:         costs,
+		Redactor:      redactor,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: service: %w", err)
@@ -289,7 +321,7 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 
 // sandbox returns run_python in a bubblewrap sandbox when bubblewrap
 // works here, and a note saying what was chosen.
-func (a *App) sandbox(opts Options, results tools.Results, store domain.ArtifactStore) (agents.Tool, string) {
+func (a *App) sandbox(opts Options, results tools.Results, store domain.ArtifactStore, bus *hooks.Bus) (agents.Tool, string) {
 	if opts.NoSandbox {
 		return nil, "run_python is off (-no-sandbox)"
 	}
@@ -298,7 +330,7 @@ func (a *App) sandbox(opts Options, results tools.Results, store domain.Artifact
 		return nil, "run_python is off: " + err.Error()
 	}
 	a.closers = append(a.closers, sb.Close)
-	py, err := python.New(python.Config{Sandbox: sb, Results: results, Store: store})
+	py, err := python.New(python.Config{Sandbox: sb, Results: results, Store: store, Bus: bus})
 	if err != nil {
 		return nil, "run_python is off: " + err.Error()
 	}
@@ -331,4 +363,19 @@ func (r resolver) Model(name string) (agents.Model, error) {
 		return r.analyst, nil
 	}
 	return r.registry.Model(name)
+}
+
+// modelNames returns the model names (as events carry them: without the
+// provider) of the offered "provider/model" entries.
+func modelNames(offered []string) []string {
+	var out []string
+	for _, m := range offered {
+		if i := strings.LastIndexByte(m, '/'); i >= 0 {
+			m = m[i+1:]
+		}
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -500,3 +500,30 @@ func TestSandbox(t *testing.T) {
 		t.Errorf("NoSandbox: tools %v", off.Tools)
 	}
 }
+
+// TestMetrics checks that a run shows in the Prometheus metrics the
+// server serves: the run, its SQL statement and its tool calls.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	_, srv := newServer(t, Options{})
+	_, id := ask(t, srv, "", QuestionRegions)
+	readRun(t, srv, id)
+	res, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", res.StatusCode, err)
+	}
+	for _, want := range []string{
+		`bichat_runs_total{reason="end_turn",result="finished"} 1`,
+		`bichat_sql_statements_total{outcome="ok",tool="query_database"} 1`,
+		`bichat_tool_calls_total{outcome="ok",tool="query_database"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+}

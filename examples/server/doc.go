@@ -65,6 +65,7 @@
 //	GET /ui/config                       the suggestions and which model and sandbox are in use
 //	GET /ui/messages/{message_id}        a message with its text and tool summaries as sanitised HTML
 //	GET /ui/sessions/{session_id}/messages  every message of a chat, rendered the same way
+//	GET /metrics                         Prometheus metrics of the runs (hooks/prometheus)
 //
 // Every request is the demo user (tenant "acme", user "demo"): a real host
 // plugs its own authentication into bichat.HandlerOptions.Authenticate and

@@ -17,6 +17,8 @@ import (
 	"github.com/bichat-go/bichat"
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/tools/sqldb"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // web holds the page: index.html, app.css and app.js. No build step, no
@@ -40,6 +42,9 @@ func (a *App) routes(logger *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", a.API)
+	// The metrics (in production, behind your own authentication or on an
+	// internal port).
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics, promhttp.HandlerOpts{}))
 	files := http.FileServerFS(static)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", files))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
