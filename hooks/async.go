@@ -62,6 +62,10 @@ type DropError struct {
 	Total uint64
 	// QueueSize is the handler's queue capacity.
 	QueueSize int
+	// Time is when the report was made. Reports are at least
+	// AsyncOptions.DropReportInterval apart by this time (the last, made
+	// by Close, may come sooner); when OnError runs may differ a little.
+	Time time.Time
 }
 
 // Error says how many events were lost and what to change.
@@ -239,16 +243,17 @@ func (a *Async) overflowed(kind Kind) {
 		if n > 0 {
 			r.last = time.Now()
 		}
+		at := r.last
 		r.mu.Unlock()
-		a.reportDrops(kind, n)
+		a.reportDrops(kind, n, at)
 	})
 }
 
-func (a *Async) reportDrops(kind Kind, n uint64) {
+func (a *Async) reportDrops(kind Kind, n uint64, at time.Time) {
 	if n == 0 {
 		return
 	}
-	a.opts.OnError(&HandlerError{Kind: kind, Err: &DropError{Dropped: n, Total: a.dropped.Load(), QueueSize: a.opts.QueueSize}})
+	a.opts.OnError(&HandlerError{Kind: kind, Err: &DropError{Dropped: n, Total: a.dropped.Load(), QueueSize: a.opts.QueueSize, Time: at}})
 }
 
 // flushDrops reports what is still pending, stops the timer and waits for
@@ -264,7 +269,7 @@ func (a *Async) flushDrops() {
 	n := r.pending.Swap(0)
 	kind := r.kind
 	r.mu.Unlock()
-	a.reportDrops(kind, n)
+	a.reportDrops(kind, n, time.Now())
 	r.wg.Wait()
 }
 
