@@ -458,6 +458,11 @@ func (r *run) runTask(parts []domain.Part, i int, c domain.ToolCall, t *taskTool
 		SessionID:   r.in.SessionID,
 		MessageID:   r.in.MessageID,
 		Message:     UserMessage(task),
+		Attributes:  r.in.Attributes,
+		// The parent's budgets and redaction apply to the child's model
+		// calls too, unless its executor has its own.
+		parentGuard:  r.guard(),
+		parentRedact: r.redact(),
 	}
 	var (
 		answer   string

@@ -94,7 +94,9 @@ type Config struct {
 
 	// Guard, when set, is called before each model call of a run (not
 	// before retries of the same call) with the turn's context, whose
-	// Usage and CostUSD say what the run spent so far. A non-nil error
+	// Usage and CostUSD say what the run spent so far. Sub-agents run by
+	// the task tool inherit it when their executor sets none (and so
+	// Redact). A non-nil error
 	// stops the run without that call: the run fails with it (an error
 	// implementing RunFailure sets RunFailed's code and message). Budgets
 	// and quotas plug in here.
@@ -178,8 +180,14 @@ type Input struct {
 	Message Message
 	// Attributes are the caller's data-scoping attributes, handed to
 	// every tool call (CallInfo.Attributes). Not kept in checkpoints:
-	// Resume takes them again.
+	// Resume takes them again. Sub-agents get their parent's.
 	Attributes map[string]string
+
+	// parentGuard and parentRedact are the parent run's Config.Guard and
+	// Config.Redact, which a sub-agent whose executor sets none uses (the
+	// task tool sets them).
+	parentGuard  func(context.Context, *TurnContext) error
+	parentRedact func(string) string
 }
 
 // Executor runs the ReAct loop: the model streams, tool calls are collected

@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -148,5 +149,63 @@ func TestGuardStopsBeforeModelCall(t *testing.T) {
 	}
 	if m.Calls() != 2 || len(seen) != 3 || seen[0] != 0 || seen[1] != 2 || seen[2] != 4 {
 		t.Fatalf("model calls %d, guard saw costs %v; want 2 calls and 0, 2, 4", m.Calls(), seen)
+	}
+}
+
+// A sub-agent whose executor sets no Guard or Redact runs under its
+// parent's, and its tool calls carry the parent's attributes.
+func TestSubAgentInheritsGuardRedactAndAttributes(t *testing.T) {
+	t.Parallel()
+	var seenAttrs map[string]string
+	childTool := agents.MustTool("look", "Looks.", func(ctx context.Context, _ struct{}) (string, error) {
+		info, _ := agents.CallInfoFromContext(ctx)
+		seenAttrs = info.Attributes
+		return "found SECRET-XYZ", nil
+	})
+	cm := &scripted.Model{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.Call{{ID: "c1", Name: "look", Args: "{}"}}},
+		{Text: "The child saw SECRET-XYZ."},
+	}}
+	child, err := agents.NewExecutor(agents.Config{Model: cm, Tools: []agents.Tool{childTool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := agents.NewTaskTool(agents.SubAgent{Name: "helper", Description: "Helps.", Executor: child})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := &scripted.Model{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.Call{{ID: "t1", Name: agents.ToolTask, Args: `{"agent":"helper","task":"look for SECRET-XYZ"}`}}},
+		{Text: "Done."},
+	}}
+	var guarded []string
+	parent, err := agents.NewExecutor(agents.Config{Model: pm, Tools: []agents.Tool{task}, Redact: scrubSecret,
+		Guard: func(_ context.Context, tc *agents.TurnContext) error {
+			guarded = append(guarded, tc.Input.ParentRunID)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]string{"tenant_id": "acme", "user_id": "ana"}
+	evs := events(t, drain(t, parent.Run(t.Context(), agents.Input{RunID: "p", Message: agents.UserMessage("go"), Attributes: attrs})))
+	for _, ev := range evs {
+		b, _ := agents.MarshalEvent(ev)
+		if strings.Contains(string(b), "SECRET-XYZ") {
+			t.Errorf("event %s leaks the secret: %s", ev.Type(), b)
+		}
+	}
+	for i, req := range cm.Requests() {
+		b, _ := json.Marshal(req)
+		if strings.Contains(string(b), "SECRET-XYZ") {
+			t.Errorf("child request %d sends the secret", i)
+		}
+	}
+	// Two parent calls and two child calls, all guarded.
+	if len(guarded) != 4 || guarded[0] != "" || guarded[1] != "p" || guarded[2] != "p" || guarded[3] != "" {
+		t.Errorf("guard calls by parent run id = %q", guarded)
+	}
+	if seenAttrs["user_id"] != "ana" || seenAttrs["tenant_id"] != "acme" {
+		t.Errorf("child tool call attributes = %v", seenAttrs)
 	}
 }

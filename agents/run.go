@@ -84,7 +84,7 @@ func (r *run) emit(ev Event) error {
 	if r.stopped {
 		return errStopped
 	}
-	if f := r.e.cfg.Redact; f != nil {
+	if f := r.redact(); f != nil {
 		redactEvent(ev, f)
 	}
 	r.seq++
@@ -110,7 +110,7 @@ func (r *run) forward(ev Event, agent string) error {
 	if r.stopped {
 		return errStopped
 	}
-	if f := r.e.cfg.Redact; f != nil {
+	if f := r.redact(); f != nil {
 		redactEvent(ev, f)
 	}
 	r.seq++
@@ -125,6 +125,24 @@ func (r *run) forward(ev Event, agent string) error {
 		return errStopped
 	}
 	return nil
+}
+
+// guard is the run's Config.Guard, or, for a sub-agent whose executor has
+// none, its parent's.
+func (r *run) guard() func(context.Context, *TurnContext) error {
+	if g := r.e.cfg.Guard; g != nil {
+		return g
+	}
+	return r.in.parentGuard
+}
+
+// redact is the run's Config.Redact, or, for a sub-agent whose executor
+// has none, its parent's.
+func (r *run) redact() func(string) string {
+	if f := r.e.cfg.Redact; f != nil {
+		return f
+	}
+	return r.in.parentRedact
 }
 
 func (r *run) meta() hooks.Meta {
@@ -350,8 +368,8 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 		tc.Options.ToolChoice = ToolChoice{Mode: ToolChoiceNone}
 		tc.System += wrapUpNote
 	}
-	if cfg.Guard != nil {
-		if err := cfg.Guard(r.ctx, tc); err != nil {
+	if guard := r.guard(); guard != nil {
+		if err := guard(r.ctx, tc); err != nil {
 			return nil, err
 		}
 	}
@@ -359,8 +377,8 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: build request: %w", err)
 	}
-	if cfg.Redact != nil {
-		req = redactRequest(req, cfg.Redact)
+	if f := r.redact(); f != nil {
+		req = redactRequest(req, f)
 	}
 	for attempt := 1; ; attempt++ {
 		if cfg.Bus != nil {
@@ -465,7 +483,7 @@ func (r *run) stream(req *Request) (resp *Response, emitted bool, err error) {
 // emitText yields a text or reasoning delta; with Config.Redact set it
 // holds the text back to the end of the current word (see textHold).
 func (r *run) emitText(text string, reasoning bool) error {
-	if f := r.e.cfg.Redact; f != nil {
+	if f := r.redact(); f != nil {
 		h := &r.text
 		if reasoning {
 			h = &r.reasoning
@@ -482,7 +500,7 @@ func (r *run) emitText(text string, reasoning bool) error {
 
 // flushText yields the text held back by emitText.
 func (r *run) flushText() error {
-	f := r.e.cfg.Redact
+	f := r.redact()
 	if f == nil {
 		return nil
 	}
