@@ -25,6 +25,16 @@ type Dataset struct {
 	Relationships []Relationship `json:"relationships,omitempty"`
 	// RowEstimate is the database's row estimate; -1 or 0 when unknown.
 	RowEstimate int64 `json:"row_estimate,omitempty"`
+	// Database names the database (or catalog) the dataset lives in, so a
+	// catalog pooling several databases keeps same-named tables apart;
+	// empty for a single database.
+	Database string `json:"database,omitempty"`
+	// Schema is the namespace within the database ("public", "sales");
+	// empty in databases without schemas.
+	Schema string `json:"schema,omitempty"`
+	// Synonyms are other words users say for the dataset ("clients" for
+	// customers), searched by the catalog.
+	Synonyms []string `json:"synonyms,omitempty"`
 }
 
 // Field is one column of a Dataset.
@@ -35,6 +45,17 @@ type Field struct {
 	Description string `json:"description,omitempty"`
 	PrimaryKey  bool   `json:"primary_key,omitempty"`
 	Nullable    bool   `json:"nullable,omitempty"`
+	// Synonyms are other words users say for the column, searched by the
+	// catalog.
+	Synonyms []string `json:"synonyms,omitempty"`
+	// Values is a bounded sample of the column's distinct values, collected
+	// for low-cardinality text columns, so a question that names a value
+	// ("customers in Lyon") finds the column that holds it. Never set for
+	// a Sensitive column.
+	Values []string `json:"values,omitempty"`
+	// Sensitive marks a column whose values must not be sampled, indexed
+	// or shown to the model.
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // Relationship is a join path: From.FromColumns = To.ToColumns, column by
@@ -46,7 +67,24 @@ type Relationship struct {
 	To          string   `json:"to"`
 	ToColumns   []string `json:"to_columns"`
 	Description string   `json:"description,omitempty"`
+	// Cardinality is how many To rows one From row matches, when known:
+	// CardinalityOneToOne, CardinalityManyToOne (a foreign key from From),
+	// CardinalityOneToMany or CardinalityManyToMany.
+	Cardinality string `json:"cardinality,omitempty"`
+	// Inferred marks a join found by inference (names, types and a value
+	// overlap measured on the database) rather than declared; Confidence
+	// (0..1) says how sure the inference is.
+	Inferred   bool    `json:"inferred,omitempty"`
+	Confidence float64 `json:"confidence,omitempty"`
 }
+
+// Cardinalities of a Relationship.
+const (
+	CardinalityOneToOne   = "one_to_one"
+	CardinalityOneToMany  = "one_to_many"
+	CardinalityManyToOne  = "many_to_one"
+	CardinalityManyToMany = "many_to_many"
+)
 
 // Validate reports a *ValidationError naming each problem: a name and
 // source are required, field names must be present and unique, and every
