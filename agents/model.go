@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/bichat-go/bichat/domain"
 )
@@ -35,7 +36,32 @@ type ModelInfo struct {
 	// MaxOutputTokens is the largest completion the model produces.
 	MaxOutputTokens int          `json:"max_output_tokens,omitempty"`
 	Capabilities    Capabilities `json:"capabilities"`
-	Pricing         Pricing      `json:"pricing"`
+	// Pricing is what the model costs; PriceChanges, when set, are dated
+	// changes to it: a call is priced at the last change in force at its
+	// time, or at Pricing before the first (see PricingAt).
+	Pricing      Pricing       `json:"pricing"`
+	PriceChanges []PriceChange `json:"price_changes,omitempty"`
+}
+
+// PriceChange is a dated change of a model's prices: Pricing applies to
+// calls made at From or later (until a later change).
+type PriceChange struct {
+	From    time.Time `json:"from"`
+	Pricing Pricing   `json:"pricing"`
+}
+
+// PricingAt returns the prices in force at t: those of the latest
+// PriceChange whose From is not after t (whatever their order in the
+// slice), else Pricing. The executor prices each model call with it at
+// the call's time.
+func (i ModelInfo) PricingAt(t time.Time) Pricing {
+	p, from := i.Pricing, time.Time{}
+	for _, c := range i.PriceChanges {
+		if !c.From.After(t) && (from.IsZero() || c.From.After(from)) {
+			p, from = c.Pricing, c.From
+		}
+	}
+	return p
 }
 
 // Capabilities say what a model supports.

@@ -398,7 +398,7 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 		if err == nil {
 			r.st.usage = r.st.usage.Add(resp.Usage)
 			r.lastUsage = resp.Usage
-			cost := r.e.info.Pricing.Cost(resp.Usage)
+			cost := r.e.info.PricingAt(start).Cost(resp.Usage)
 			r.st.cost += cost
 			if cfg.Bus != nil {
 				r.publish(&hooks.LLMResponse{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,

@@ -13,7 +13,10 @@ type Spec struct {
 	Aliases []string
 	// Checked is the date (YYYY-MM-DD) the context window and prices were
 	// last checked against the provider's published figures. Prices
-	// change: override them with Register when yours differ.
+	// change: override them with Register when yours differ, and give
+	// announced changes as Info.PriceChanges (dated; each model call is
+	// priced at the prices in force at its time, see
+	// agents.ModelInfo.PricingAt).
 	Checked string
 	// Source says where the figures come from.
 	Source string
