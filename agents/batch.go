@@ -431,7 +431,7 @@ func (r *run) finishJob(j *callJob, o toolOutcome, parts []domain.Part) error {
 	parts[j.idx] = resultPart(j.call, ev.Summary, false)
 	if cfg.Bus != nil {
 		r.publish(&hooks.ToolFinish{Meta: r.meta(), CallID: j.call.ID, Tool: j.call.Name, Duration: o.dur,
-			SummaryBytes: len(ev.Summary), Truncated: ev.Truncated, Artifacts: len(ev.Artifacts)})
+			SummaryBytes: len(ev.Summary), Truncated: ev.Truncated, Artifacts: len(ev.Artifacts), Result: r.scrubbed(ev.Summary)})
 	}
 	return r.emit(ev)
 }

@@ -136,6 +136,14 @@ func (r *run) guard() func(context.Context, *TurnContext) error {
 	return r.in.parentGuard
 }
 
+// scrubbed returns s through the run's redactor, if any.
+func (r *run) scrubbed(s string) string {
+	if f := r.redact(); f != nil {
+		return f(s)
+	}
+	return s
+}
+
 // redact is the run's Config.Redact, or, for a sub-agent whose executor
 // has none, its parent's.
 func (r *run) redact() func(string) string {
@@ -383,7 +391,8 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 	for attempt := 1; ; attempt++ {
 		if cfg.Bus != nil {
 			r.publish(&hooks.LLMRequest{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,
-				Turn: r.st.turn, Attempt: attempt, Messages: len(req.Messages), Tools: len(req.Tools)})
+				Turn: r.st.turn, Attempt: attempt, Messages: len(req.Messages), Tools: len(req.Tools),
+				Input: func() []byte { return genAIInput(req) }})
 		}
 		start := cfg.Now()
 		r.firstChunk = time.Time{}
@@ -404,7 +413,7 @@ func (r *run) callModel(wrapUp bool) (*Response, error) {
 				r.publish(&hooks.LLMResponse{Meta: r.meta(), Provider: r.e.info.Provider, Model: r.e.info.Name,
 					Turn: r.st.turn, Attempt: attempt, Usage: resp.Usage, StopReason: string(resp.Stop),
 					ToolCalls: len(resp.Message.ToolCalls()), Duration: cfg.Now().Sub(start), CostUSD: cost,
-					TimeToFirstToken: ttft})
+					TimeToFirstToken: ttft, Output: r.scrubbed(resp.Message.Text())})
 			}
 			if err := r.emit(&UsageReported{Turn: r.st.turn, Usage: resp.Usage, Total: r.st.usage, CostUSD: cost,
 				TotalCostUSD: r.st.cost}); err != nil {

@@ -111,6 +111,13 @@ type LLMRequest struct {
 	Attempt  int    `json:"attempt"`
 	Messages int    `json:"messages"`
 	Tools    int    `json:"tools"`
+	// Input, when set, returns the request's system prompt and messages
+	// as the JSON array of the OpenTelemetry GenAI input messages
+	// ([{"role":"system","parts":[{"type":"text","content":"..."}]},
+	// ...]), encoded when called. Handlers that record prompts (opt-in,
+	// e.g. hooks/otel with CaptureContent) call it; others never pay for
+	// it. It keeps the request alive while a handler holds it.
+	Input func() []byte `json:"-"`
 }
 
 // Kind returns KindLLMRequest.
@@ -133,7 +140,10 @@ type LLMResponse struct {
 	// TimeToFirstToken is the time from sending the request to the first
 	// streamed chunk; 0 when nothing arrived.
 	TimeToFirstToken time.Duration `json:"time_to_first_token,omitempty"`
-	Err              error         `json:"-"`
+	// Output is the text of the answer (without reasoning and tool
+	// calls), for handlers that record model output (opt-in).
+	Output string `json:"output,omitempty"`
+	Err    error  `json:"-"`
 }
 
 // Kind returns KindLLMResponse.
@@ -161,6 +171,9 @@ type ToolFinish struct {
 	SummaryBytes int  `json:"summary_bytes"`
 	Truncated    bool `json:"truncated,omitempty"`
 	Artifacts    int  `json:"artifacts,omitempty"`
+	// Result is the summary sent to the model, for handlers that record
+	// tool results (opt-in).
+	Result string `json:"result,omitempty"`
 }
 
 // Kind returns KindToolFinish.

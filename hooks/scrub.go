@@ -20,8 +20,11 @@ type Scrubber interface {
 // Scrub scrubs Err.
 func (e *AgentError) Scrub(f func(string) string) { e.Err = scrubError(e.Err, f) }
 
-// Scrub scrubs Err.
-func (e *LLMResponse) Scrub(f func(string) string) { e.Err = scrubError(e.Err, f) }
+// Scrub scrubs Err and Output.
+func (e *LLMResponse) Scrub(f func(string) string) {
+	e.Err = scrubError(e.Err, f)
+	e.Output = f(e.Output)
+}
 
 // Scrub scrubs the string values of Arguments, keeping it valid JSON.
 func (e *ToolStart) Scrub(f func(string) string) { e.Arguments = scrubJSON(e.Arguments, f) }
@@ -56,6 +59,16 @@ func (e *ArtifactSave) Scrub(f func(string) string) { e.Name = f(e.Name) }
 
 // Scrub scrubs Reason.
 func (e *Decision) Scrub(f func(string) string) { e.Reason = f(e.Reason) }
+
+// Scrub makes Input return scrubbed JSON.
+func (e *LLMRequest) Scrub(f func(string) string) {
+	if in := e.Input; in != nil {
+		e.Input = func() []byte { return scrubJSON(in(), f) }
+	}
+}
+
+// Scrub scrubs Result.
+func (e *ToolFinish) Scrub(f func(string) string) { e.Result = f(e.Result) }
 
 // ScrubError returns err when f leaves its message alone, otherwise an
 // error with the scrubbed message that unwraps to err (errors.Is and

@@ -46,7 +46,9 @@ var eventTypes = map[string]Event{
 var (
 	freeText = map[string][]string{
 		"AgentError":    {"Err"},
-		"LLMResponse":   {"Err"},
+		"LLMRequest":    {"Input"},
+		"LLMResponse":   {"Err", "Output"},
+		"ToolFinish":    {"Result"},
 		"ToolStart":     {"Arguments"},
 		"ToolError":     {"Err", "Stack"},
 		"SessionCreate": {"Title"},
@@ -92,7 +94,7 @@ func textFields(e Event) []string {
 			continue
 		}
 		switch {
-		case f.Type == errorType, f.Type.Kind() == reflect.String,
+		case f.Type == errorType, f.Type.Kind() == reflect.String, f.Type == jsonFuncType,
 			f.Type.Kind() == reflect.Slice && (f.Type.Elem().Kind() == reflect.Uint8 || f.Type.Elem().Kind() == reflect.String),
 			f.Type.Kind() == reflect.Map && f.Type.Key().Kind() == reflect.String:
 			names = append(names, f.Name)
@@ -100,6 +102,10 @@ func textFields(e Event) []string {
 	}
 	return names
 }
+
+// jsonFuncType is the type of fields that return JSON when called
+// (LLMRequest.Input).
+var jsonFuncType = reflect.TypeFor[func() []byte]()
 
 // TestEventTypesClassified fails when events.go gains an event type or a
 // text field that this file does not classify as free text or not:
@@ -159,6 +165,10 @@ func fill(t *testing.T, e Event, base error) (owned [][]byte) {
 			raw := json.RawMessage(`{"q":"select '` + testSecret + `'","note":"line\n` + testSecret + `","password":"hunter22","n":[1,"` + testSecret + `"]}`)
 			owned = append(owned, raw)
 			f.SetBytes(raw)
+		case f.Type() == jsonFuncType:
+			raw := []byte(`[{"role":"user","parts":[{"type":"text","content":"my key ` + testSecret + `"}]},{"password":"hunter22"}]`)
+			owned = append(owned, raw)
+			f.Set(reflect.ValueOf(func() []byte { return raw }))
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
 			b := []byte("goroutine 1 " + testSecret)
 			owned = append(owned, b)
@@ -185,6 +195,11 @@ func fieldText(e Event, name string) string {
 		return f.String()
 	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
 		return string(f.Bytes())
+	case f.Type() == jsonFuncType:
+		if f.IsNil() {
+			return ""
+		}
+		return string(f.Interface().(func() []byte)())
 	}
 	return fmt.Sprint(f.Interface())
 }
@@ -238,8 +253,8 @@ func TestPublishScrubsEveryEventKind(t *testing.T) {
 					if !errors.Is(err, base) {
 						t.Errorf("%s.%s no longer wraps the original error", name, field)
 					}
-				case f.Type() == reflect.TypeFor[json.RawMessage]():
-					raw := f.Bytes()
+				case f.Type() == reflect.TypeFor[json.RawMessage](), f.Type() == jsonFuncType:
+					raw := []byte(fieldText(seen, field))
 					if !json.Valid(raw) {
 						t.Errorf("%s.%s is not valid JSON: %s", name, field, raw)
 					}
@@ -277,6 +292,12 @@ func TestPublishWithoutRedactLeavesEventsAlone(t *testing.T) {
 			if f.Type() == errorType {
 				if f.Interface() != want[field] {
 					t.Errorf("%s.%s: the error was replaced", name, field)
+				}
+				continue
+			}
+			if f.Type() == jsonFuncType { // funcs do not compare: compare what they return
+				if got, w := fieldText(last, field), string(want[field].(func() []byte)()); got != w {
+					t.Errorf("%s.%s changed without Redact: %s", name, field, got)
 				}
 				continue
 			}

@@ -2,6 +2,7 @@ package otel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -47,6 +48,9 @@ const (
 	keyToolCallID      = attribute.Key("gen_ai.tool.call.id")
 	keyToolType        = attribute.Key("gen_ai.tool.type")
 	keyToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
+	keyToolResult      = attribute.Key("gen_ai.tool.call.result")
+	keyInputMessages   = attribute.Key("gen_ai.input.messages")
+	keyOutputMessages  = attribute.Key("gen_ai.output.messages")
 	keyErrorType       = attribute.Key("error.type")
 	keyDBSystem        = attribute.Key("db.system.name")
 	keyDBQueryText     = attribute.Key("db.query.text")
@@ -78,8 +82,11 @@ const (
 // Options configure a Tracer. The zero value records no content and
 // tracks up to DefaultMaxOpenRuns runs.
 type Options struct {
-	// CaptureContent records what users and models wrote: tool-call
-	// arguments (gen_ai.tool.call.arguments), SQL text (db.query.text on
+	// CaptureContent records what users and models wrote: the prompt of
+	// each model call (gen_ai.input.messages, the GenAI JSON messages) and
+	// its answer text (gen_ai.output.messages), tool-call arguments
+	// (gen_ai.tool.call.arguments) and results (gen_ai.tool.call.result),
+	// SQL text (db.query.text on
 	// sqldb.query span events), tool error messages, the refusal or
 	// failure message of a SQL statement, a denial's reason, artifact
 	// names and message text (message.save events that carry it). Off by
@@ -223,6 +230,11 @@ func (t *Tracer) record(r *runState, e hooks.Event) {
 		}
 		r.model = t.startModel(r, ev.Provider, ev.Model, ev.Turn, ev.Attempt, at(ev.Time))
 		r.model.SetAttributes(keyRequestMessages.Int(ev.Messages), keyRequestTools.Int(ev.Tools))
+		if t.capture && ev.Input != nil {
+			if in := ev.Input(); len(in) > 0 {
+				r.model.SetAttributes(keyInputMessages.String(string(in)))
+			}
+		}
 		r.modelAttempt = ev.Attempt
 	case *hooks.LLMResponse:
 		s := r.model
@@ -247,6 +259,9 @@ func (t *Tracer) record(r *runState, e hooks.Event) {
 		s := t.takeTool(r, ev.CallID, ev.Tool, ev.Time, ev.Duration)
 		s.SetAttributes(keySummaryBytes.Int(ev.SummaryBytes), keyTruncated.Bool(ev.Truncated),
 			keyArtifacts.Int(ev.Artifacts))
+		if t.capture && ev.Result != "" {
+			s.SetAttributes(keyToolResult.String(ev.Result))
+		}
 		s.End(trace.WithTimestamp(at(ev.Time)))
 	case *hooks.ToolError:
 		s := t.takeTool(r, ev.CallID, ev.Tool, ev.Time, ev.Duration)
@@ -495,6 +510,11 @@ func (t *Tracer) endModel(s trace.Span, e *hooks.LLMResponse) {
 	if e.TimeToFirstToken > 0 {
 		attrs = append(attrs, keyFirstChunk.Float64(e.TimeToFirstToken.Seconds()))
 	}
+	if t.capture && e.Output != "" {
+		out, _ := json.Marshal([]outputMessage{{Role: "assistant", Parts: []outputPart{{Type: "text", Content: e.Output}},
+			FinishReason: e.StopReason}})
+		attrs = append(attrs, keyOutputMessages.String(string(out)))
+	}
 	if e.Err != nil {
 		attrs = append(attrs, keyErrorType.String(errorType(e.Err)))
 		s.RecordError(e.Err, trace.WithTimestamp(at(e.Time)))
@@ -663,4 +683,16 @@ func errorType(err error) string {
 		return name
 	}
 	return "_OTHER"
+}
+
+// outputMessage and outputPart encode gen_ai.output.messages.
+type outputMessage struct {
+	Role         string       `json:"role"`
+	Parts        []outputPart `json:"parts"`
+	FinishReason string       `json:"finish_reason,omitempty"`
+}
+
+type outputPart struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
 }

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -771,11 +772,15 @@ func TestSubAgent(t *testing.T) {
 func TestCaptureContent(t *testing.T) {
 	t.Parallel()
 	const (
-		argSecret  = "ARG-SECRET-4711"
-		sqlSecret  = "SQL-SECRET-4711"
-		toolSecret = "TOOL-ERROR-SECRET-4711"
-		textSecret = "MESSAGE-SECRET-4711"
+		argSecret    = "ARG-SECRET-4711"
+		sqlSecret    = "SQL-SECRET-4711"
+		toolSecret   = "TOOL-ERROR-SECRET-4711"
+		textSecret   = "MESSAGE-SECRET-4711"
+		promptSecret = "PROMPT-SECRET-4711"
+		resultSecret = "RESULT-SECRET-4711"
+		answerSecret = "ANSWER-SECRET-4711"
 	)
+	secrets := []string{argSecret, sqlSecret, toolSecret, textSecret, promptSecret, resultSecret, answerSecret}
 	for _, capture := range []bool{false, true} {
 		t.Run(fmt.Sprint("capture=", capture), func(t *testing.T) {
 			t.Parallel()
@@ -791,11 +796,14 @@ func TestCaptureContent(t *testing.T) {
 					Role: domain.RoleUser, Text: textSecret})
 				return "", errors.New(toolSecret)
 			})
+			note := agents.MustTool("note", "Notes.", func(context.Context, struct{}) (string, error) { return resultSecret, nil })
 			model := &scripted.Model{Turns: []scripted.Turn{
-				{ToolCalls: []scripted.Call{scripted.CallJSON("lookup", map[string]any{"customer": argSecret})}},
-				{Text: "Not found."},
+				{ToolCalls: []scripted.Call{scripted.CallJSON("lookup", map[string]any{"customer": argSecret}),
+					scripted.CallJSON("note", map[string]any{})}},
+				{Text: "Not found. " + answerSecret},
 			}}
-			h.run(t, context.Background(), agents.Config{Model: model, Tools: []agents.Tool{lookup}}, agents.Input{})
+			h.run(t, context.Background(), agents.Config{Model: model, Tools: []agents.Tool{lookup, note}},
+				agents.Input{Message: agents.UserMessage("Who is " + promptSecret + "?")})
 			s := h.spans(t)
 			found := map[string]bool{}
 			for _, sp := range s.all {
@@ -805,14 +813,14 @@ func TestCaptureContent(t *testing.T) {
 					kvs = append(kvs, e.Attributes...)
 				}
 				for _, kv := range kvs {
-					for _, secret := range []string{argSecret, sqlSecret, toolSecret, textSecret} {
+					for _, secret := range secrets {
 						if strings.Contains(kv.Value.String(), secret) {
 							found[secret] = true
 						}
 					}
 				}
 			}
-			for _, secret := range []string{argSecret, sqlSecret, toolSecret, textSecret} {
+			for _, secret := range secrets {
 				if found[secret] != capture {
 					t.Errorf("%s recorded = %v, want %v", secret, found[secret], capture)
 				}
@@ -825,6 +833,27 @@ func TestCaptureContent(t *testing.T) {
 					t.Fatalf("%d sql events", len(sql))
 				}
 				wantAttrs(t, "sql", sql[0].Attributes, map[string]any{"db.query.text": "SELECT * FROM customers WHERE note = '" + sqlSecret + "'"})
+				wantAttrs(t, "note", s.one(t, "execute_tool note").Attributes(), map[string]any{"gen_ai.tool.call.result": resultSecret})
+				chats := s.named("chat scripted")
+				if len(chats) != 2 {
+					t.Fatalf("%d chat spans", len(chats))
+				}
+				in, _ := attrOf(chats[1].Attributes(), "gen_ai.input.messages")
+				var msgs []struct {
+					Role  string `json:"role"`
+					Parts []struct {
+						Type    string `json:"type"`
+						Content string `json:"content"`
+					} `json:"parts"`
+				}
+				if err := json.Unmarshal([]byte(in.AsString()), &msgs); err != nil || len(msgs) < 3 || msgs[0].Role != "user" ||
+					!strings.Contains(msgs[0].Parts[0].Content, promptSecret) {
+					t.Errorf("gen_ai.input.messages of the second call = %s (%v)", in.AsString(), err)
+				}
+				out, _ := attrOf(chats[1].Attributes(), "gen_ai.output.messages")
+				if !strings.Contains(out.AsString(), `"role":"assistant"`) || !strings.Contains(out.AsString(), answerSecret) {
+					t.Errorf("gen_ai.output.messages = %s", out.AsString())
+				}
 			}
 			// Without content the span still tells what happened.
 			wantAttrs(t, "tool", ts.Attributes(), map[string]any{"error.type": "error", "gen_ai.tool.name": "lookup"})
