@@ -65,6 +65,14 @@ type DatasetHit struct {
 	// Via names the strong hit whose relationship pulled this dataset in
 	// (join-hint expansion, see Discover); empty for a direct hit.
 	Via string `json:"via,omitempty"`
+	// MatchedValues are the column values of the dataset the question
+	// mentions (Field.Values, matched case- and accent-insensitively),
+	// in the order the question mentions them: what the context shows
+	// the model ("city = 'Lyon' is in customers.city").
+	MatchedValues []ValueMatch `json:"matched_values,omitempty"`
+	// Hint marks a hit the host's hints (DiscoverOptions.Hints) ranked:
+	// its Score includes their share.
+	Hint bool `json:"hint,omitempty"`
 }
 
 // SearchMode selects the sides of hybrid search.
@@ -117,9 +125,8 @@ func (*EmbeddingFailed) Kind() hooks.Kind { return KindEmbeddingFailed }
 func (e *EmbeddingFailed) Scrub(f func(string) string) { e.Error = f(e.Error) }
 
 // EmbeddingText is the text a catalog embeds for a dataset: its name and
-// source, description, each field's name and description, and the names
-// of the datasets it joins to. Identifiers are kept as written; the
-// embedder splits them.
+// source, description and synonyms, each field's name, description and
+// synonyms. Identifiers are kept as written; the embedder splits them.
 func EmbeddingText(d domain.Dataset) string {
 	var b strings.Builder
 	b.WriteString(d.Name)
@@ -129,11 +136,17 @@ func EmbeddingText(d domain.Dataset) string {
 	if d.Description != "" {
 		b.WriteString(". " + d.Description)
 	}
+	if len(d.Synonyms) > 0 {
+		b.WriteString(". " + strings.Join(d.Synonyms, ", "))
+	}
 	b.WriteString("\n")
 	for _, f := range d.Fields {
 		b.WriteString(f.Name)
 		if f.Description != "" {
 			b.WriteString(" " + f.Description)
+		}
+		if len(f.Synonyms) > 0 {
+			b.WriteString(" " + strings.Join(f.Synonyms, ", "))
 		}
 		b.WriteString("; ")
 	}

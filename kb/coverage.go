@@ -27,7 +27,8 @@ type coverage struct {
 const relatedCoverageShare = 0.6
 
 // definitionTerms returns the distinct stemmed terms of a dataset's
-// name, description and fields, English stop words left out. Put
+// name, description, synonyms and fields (names, descriptions,
+// synonyms), English stop words left out. Put
 // computes them once per definition.
 func definitionTerms(d domain.Dataset) []string {
 	var out []string
@@ -40,9 +41,15 @@ func definitionTerms(d domain.Dataset) []string {
 	}
 	add(d.Name)
 	add(d.Description)
+	for _, w := range d.Synonyms {
+		add(w)
+	}
 	for _, f := range d.Fields {
 		add(f.Name)
 		add(f.Description)
+		for _, w := range f.Synonyms {
+			add(w)
+		}
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package kb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/bichat-go/bichat/domain"
 )
@@ -28,7 +30,22 @@ type DiscoverOptions struct {
 	// Pool is how many search hits are considered before expansion and
 	// re-ranking; default DefaultDiscoverPool, and at least K.
 	Pool int
+	// Hints are what the host knows about this question — business
+	// definitions ("active customer = ordered in the last 90 days"),
+	// evidence, the dashboard it was asked from. They are searched
+	// separately, never glued onto the question: each dataset the hint
+	// search ranks gains HintWeight times its hint score (entering the
+	// pool if the question did not find it) and is marked Hint. Empty
+	// hints are ignored.
+	Hints []string
+	// HintWeight is the share of the hint search's score a dataset
+	// gains; default DefaultHintWeight.
+	HintWeight float64
 }
+
+// DefaultHintWeight is DiscoverOptions.HintWeight's default: hints count
+// half as much as the question.
+const DefaultHintWeight = 0.5
 
 // DefaultDiscoverPool is Discover's default pool: the search hits
 // considered before join-hint expansion. It is fixed rather than a
@@ -57,8 +74,11 @@ func (d *Discovery) Names() []string {
 // then join-hint expansion — datasets related to the strongest hits gain
 // a share of those hits' scores, so the bridge table between two hits or
 // the dimension a fact table joins to moves up (or in, marked Via) — and
-// finally the join hints among the chosen datasets. A question that
-// matches nothing returns the fallback list the catalog gives.
+// finally the join hints among the chosen datasets. The host's hints
+// (DiscoverOptions.Hints) are a second search whose hits add a weighted
+// share of their scores before expansion. A question that matches
+// nothing (and hints that match nothing) returns the fallback list the
+// catalog gives.
 func Discover(ctx context.Context, cat Catalog, scope Scope, question string, opts DiscoverOptions) (*Discovery, error) {
 	k := opts.K
 	if k <= 0 {
@@ -83,6 +103,17 @@ func Discover(ctx context.Context, cat Catalog, scope Scope, question string, op
 	hits, err := cat.Search(ctx, scope, question, pool)
 	if err != nil {
 		return nil, fmt.Errorf("kb: discover: %w", err)
+	}
+	if hint := hintText(opts.Hints); hint != "" {
+		w := opts.HintWeight
+		if w <= 0 {
+			w = DefaultHintWeight
+		}
+		hh, err := cat.Search(ctx, scope, hint, pool)
+		if err != nil {
+			return nil, fmt.Errorf("kb: discover: hints: %w", err)
+		}
+		hits = mergeHints(hits, hh, w)
 	}
 	if !opts.NoExpand && len(hits) > 0 && !hits[0].Fallback {
 		if hits, err = expand(ctx, cat, scope, hits, strong, lift); err != nil {
@@ -172,4 +203,54 @@ func expand(ctx context.Context, cat Catalog, scope Scope, hits []DatasetHit, st
 		return hits[i].Dataset.Name < hits[j].Dataset.Name
 	})
 	return hits, nil
+}
+
+// hintText joins the non-empty hints, one per line.
+func hintText(hints []string) string {
+	var parts []string
+	for _, h := range hints {
+		if h = strings.TrimSpace(h); h != "" {
+			parts = append(parts, h)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// mergeHints adds the hint search's hits to the question's: each gains
+// w times its hint score and is marked Hint, its matched values merged.
+// Fallback lists (nothing matched) count as empty. The result is sorted
+// by score, ties by name.
+func mergeHints(hits, hints []DatasetHit, w float64) []DatasetHit {
+	if len(hints) == 0 || hints[0].Fallback {
+		return hits
+	}
+	if len(hits) > 0 && hits[0].Fallback {
+		hits = nil
+	}
+	byName := make(map[string]int, len(hits))
+	for i, h := range hits {
+		byName[h.Dataset.Name] = i
+	}
+	for _, h := range hints {
+		i, ok := byName[h.Dataset.Name]
+		if !ok {
+			i = len(hits)
+			byName[h.Dataset.Name] = i
+			hits = append(hits, DatasetHit{Dataset: h.Dataset, YAML: h.YAML})
+		}
+		hits[i].Score += w * h.Score
+		hits[i].Hint = true
+		for _, m := range h.MatchedValues {
+			if !slices.Contains(hits[i].MatchedValues, m) {
+				hits[i].MatchedValues = append(hits[i].MatchedValues, m)
+			}
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Dataset.Name < hits[j].Dataset.Name
+	})
+	return hits
 }

@@ -29,10 +29,35 @@
 // (SearchMode). A search that matches nothing returns the catalog's
 // first datasets marked Fallback.
 //
+// Besides names, descriptions and fields, the text index holds each
+// dataset's synonyms and its fields' (domain.Dataset.Synonyms,
+// domain.Field.Synonyms; CatalogOptions.SynonymBoost) and the database
+// and schema it lives in (CatalogOptions.LocationBoost); Name stays the
+// identity. The question's words are expanded offline with their
+// synonyms from a small built-in business thesaurus (Thesaurus: revenue
+// ~ sales ~ turnover, customer ~ client ~ buyer, ...) and the host's own
+// groups (CatalogOptions.Synonyms), at a lower weight than the words
+// themselves (CatalogOptions.ExpansionWeight).
+//
 // Discover is the per-question discovery step: search, join-hint
 // expansion (datasets related to the strongest hits gain a share of their
 // scores, so a bridge table between two hits moves up), and the join
-// hints among the result.
+// hints among the result. The host's hints for a question (business
+// definitions, evidence: DiscoverOptions.Hints) are a separate search
+// with a weight of their own, never glued onto the question; the hits
+// they bring are marked DatasetHit.Hint.
+//
+// # Values
+//
+// A value index finds a question that names a value rather than a
+// column ("customers in Lyon", "the ENT segment", "Ada Lovelace"): the
+// sampled values of each field (domain.Field.Values, at most
+// CatalogOptions.MaxValuesPerField per field, never a Sensitive field's)
+// are matched case- and accent-insensitively (FoldValue), multi-word
+// values as whole phrases. The datasets holding them form one more
+// ranking in the fusion (CatalogOptions.ValueWeight), and every hit
+// reports the values it holds in DatasetHit.MatchedValues, so the
+// context can show the model "city = 'Lyon' is in crm.customers.city".
 //
 // # Deterministic rankings
 //

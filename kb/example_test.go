@@ -49,3 +49,46 @@ func ExampleHashEmbedder() {
 	// -0.03 sales.customers id full_name
 	// 0.76 hr.employees id salary
 }
+
+// A question that names a value finds the column holding it; synonyms
+// (the built-in Thesaurus and the host's) find tables by other words;
+// hints are searched on their own and marked.
+func ExampleDiscover_valuesSynonymsHints() {
+	ctx := context.Background()
+	scope := kb.Scope{TenantID: "acme"}
+	datasets := []domain.Dataset{
+		{Name: "crm.customers", Source: "crm.customers", Description: "Customer accounts.",
+			Fields: []domain.Field{{Name: "id", Type: "bigint"}, {Name: "city", Type: "text", Values: []string{"Lyon", "Zürich"}},
+				{Name: "email", Type: "text", Sensitive: true}}},
+		{Name: "hr.staff", Source: "hr.staff", Description: "Payroll.", Fields: []domain.Field{{Name: "id", Type: "bigint"}}},
+		{Name: "crm.cancellations", Source: "crm.cancellations", Description: "Attrition events.",
+			Fields: []domain.Field{{Name: "customer_id", Type: "bigint"}}},
+		{Name: "billing.subscriptions", Source: "billing.subscriptions", Description: "Plans with their end dates.",
+			Fields: []domain.Field{{Name: "id", Type: "bigint"}, {Name: "end_date", Type: "date"}}},
+	}
+	cat, err := kb.Bootstrap(ctx, scope, datasets, kb.CatalogOptions{
+		Synonyms:     [][]string{{"churn", "attrition"}},
+		NoEmbeddings: true, // text only: tiny catalogs make vector neighbours noise
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer cat.Close()
+
+	d, _ := kb.Discover(ctx, cat, scope, "how many accounts in zurich", kb.DiscoverOptions{K: 1})
+	for _, m := range d.Hits[0].MatchedValues {
+		fmt.Printf("%s = '%s' is in %s.%s\n", m.Field, m.Value, d.Hits[0].Dataset.Name, m.Field)
+	}
+	d, _ = kb.Discover(ctx, cat, scope, "how many workers", kb.DiscoverOptions{K: 1})
+	fmt.Println(d.Names())
+	d, _ = kb.Discover(ctx, cat, scope, "churn this year", kb.DiscoverOptions{K: 2,
+		Hints: []string{"measured on subscription end dates"}})
+	for _, h := range d.Hits {
+		fmt.Println(h.Dataset.Name, "hint:", h.Hint)
+	}
+	// Output:
+	// city = 'Zürich' is in crm.customers.city
+	// [hr.staff]
+	// billing.subscriptions hint: true
+	// crm.cancellations hint: false
+}

@@ -167,6 +167,9 @@ func LoadCatalog(ctx context.Context, dir string, opts CatalogOptions) (*MemoryC
 	if file.Version != 1 {
 		return nil, fmt.Errorf("kb: load catalog: unsupported version %d", file.Version)
 	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("kb: load catalog: %w", err)
+	}
 	c := NewMemoryCatalog(opts)
 	c.diskRoot = abs
 	for _, sf := range file.Scopes {
@@ -220,7 +223,7 @@ func (c *MemoryCatalog) loadScope(ctx context.Context, root string, sf scopeFile
 	_, fitter := c.embedder.(CorpusFitter)
 	for i, d := range ds {
 		y := d.YAML()
-		e := &entry{ds: cloneDataset(d), yaml: y, hash: sha256.Sum256([]byte(y)), nameTerms: nameTerms(d.Name), terms: definitionTerms(d)}
+		e := &entry{ds: cloneDataset(d), yaml: y, hash: definitionHash(d, y), nameTerms: nameTerms(d.Name), terms: definitionTerms(d)}
 		if v := sf.Datasets[i].Vector; c.embedder != nil && !fitter && len(v) == c.embedder.Dimensions() {
 			e.vec = v
 		}
