@@ -14,6 +14,7 @@ import (
 	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/hooks"
 	"github.com/bichat-go/bichat/tools"
+	"github.com/bichat-go/bichat/tools/sqldb/fanout"
 )
 
 // Tool names.
@@ -56,6 +57,14 @@ type Config struct {
 	// the host can download the table artifact (its URI is set then).
 	// Without it the CSV travels only in the payload.
 	Store domain.ArtifactStore
+	// DisableFanOutGuard turns off the join fan-out (chasm trap) guard.
+	// By default query_database checks each statement it ran against the
+	// join cardinalities of the datasets' relationships (see package
+	// fanout) and, when an aggregate double counts rows that a
+	// one-to-many join repeats, appends a warning with a repair hint to
+	// the model's summary and to QueryPayload.FanOut. The statement runs
+	// either way.
+	DisableFanOutGuard bool
 }
 
 // Tools are the SQL data tools over one database. Build with New.
@@ -65,6 +74,10 @@ type Tools struct {
 	mu      sync.Mutex
 	cached  []domain.Dataset
 	cacheAt time.Time
+
+	fanMu  sync.Mutex
+	fanFor []domain.Dataset // the datasets fanChk was built from
+	fanChk *fanout.Checker
 }
 
 // New checks cfg and returns the tools.
@@ -115,6 +128,9 @@ type QueryPayload struct {
 	Duration  time.Duration `json:"duration"`
 	// CSV is the table as CSV, the content of the table artifact.
 	CSV []byte `json:"csv"`
+	// FanOut lists the aggregates of the statement that a one-to-many
+	// join inflates (query_database only; see Config.DisableFanOutGuard).
+	FanOut []fanout.Warning `json:"fan_out,omitempty"`
 }
 
 // QueryTool returns query_database.
@@ -129,8 +145,51 @@ func (t *Tools) QueryTool() agents.Tool {
 		if err != nil {
 			return agents.Result{}, err
 		}
-		return t.tableResult(ctx, res, lim, "")
+		r, err := t.tableResult(ctx, res, lim, "")
+		if err != nil {
+			return r, err
+		}
+		if ws := t.fanOut(ctx, in.SQL); len(ws) > 0 {
+			if p, ok := r.Payload.(*QueryPayload); ok {
+				p.FanOut = ws
+			}
+			r.Summary = FanOutSummary(r.Summary, ws)
+		}
+		return r, nil
 	}, agents.WithParallel(), agents.WithTimeout(t.toolTimeout()))
+}
+
+// fanOut checks sql for join fan-out against the known datasets; nil when
+// the guard is off or the datasets cannot be read (it never fails a
+// query).
+func (t *Tools) fanOut(ctx context.Context, sql string) []fanout.Warning {
+	if t.cfg.DisableFanOutGuard {
+		return nil
+	}
+	ds, err := t.datasets(ctx)
+	if err != nil || len(ds) == 0 {
+		return nil
+	}
+	t.fanMu.Lock()
+	if t.fanChk == nil || len(t.fanFor) != len(ds) || &t.fanFor[0] != &ds[0] {
+		t.fanChk, t.fanFor = fanout.New(nil, ds), ds
+	}
+	chk := t.fanChk
+	t.fanMu.Unlock()
+	return chk.Check(sql)
+}
+
+// FanOutSummary appends the fan-out warnings to a query_database summary,
+// one paragraph each, as the model reads them.
+func FanOutSummary(summary string, ws []fanout.Warning) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(summary, "\n"))
+	for _, w := range ws {
+		b.WriteString("\n\nWARNING (join fan-out, the numbers above are likely inflated): ")
+		b.WriteString(w.String())
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // limits are the configured limits with the call's tenant and
