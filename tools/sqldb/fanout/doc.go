@@ -45,4 +45,7 @@
 // sqldb.Config.DisableFanOutGuard is set: the warning is appended to the
 // summary the model reads and listed in the host's payload
 // (sqldb.QueryPayload.FanOut), and the statement runs all the same.
+//
+// The check needs cgo (pg_query_go embeds the PostgreSQL parser in C); a
+// build with CGO_ENABLED=0 compiles, and Check then finds nothing.
 package fanout

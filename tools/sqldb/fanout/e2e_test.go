@@ -1,3 +1,5 @@
+//go:build cgo
+
 package fanout_test
 
 import (
