@@ -138,13 +138,16 @@ func (d Dataset) Field(name string) (Field, bool) {
 	return Field{}, false
 }
 
-// YAML renders the definition the agent reads, deterministically (fields
-// and relationships in their given order). Example:
+// YAML renders the definition the agent reads, deterministically (fields,
+// relationships, synonyms and values in their given order). Synonyms and
+// sampled values are flow sequences on one line each, and appear only when
+// set. Example:
 //
 //	name: sales.orders
 //	source: sales.orders
 //	kind: table
 //	description: One row per order.
+//	synonyms: [purchases, sales]
 //	row_estimate: 120000
 //	fields:
 //	  - name: id
@@ -153,6 +156,9 @@ func (d Dataset) Field(name string) (Field, bool) {
 //	  - name: customer_id
 //	    type: bigint
 //	    description: Buyer.
+//	  - name: status
+//	    type: text
+//	    values: [cancelled, completed, returned]
 //	relationships:
 //	  - to: sales.customers
 //	    on: customer_id = id
@@ -173,6 +179,9 @@ func (d Dataset) YAML() string {
 	if d.Description != "" {
 		line("", "description", d.Description)
 	}
+	if len(d.Synonyms) > 0 {
+		b.WriteString("synonyms: " + yamlFlow(d.Synonyms) + "\n")
+	}
 	if d.RowEstimate > 0 {
 		b.WriteString("row_estimate: " + strconv.FormatInt(d.RowEstimate, 10) + "\n")
 	}
@@ -186,6 +195,12 @@ func (d Dataset) YAML() string {
 		line("    ", "type", f.Type)
 		if f.Description != "" {
 			line("    ", "description", f.Description)
+		}
+		if len(f.Synonyms) > 0 {
+			b.WriteString("    synonyms: " + yamlFlow(f.Synonyms) + "\n")
+		}
+		if len(f.Values) > 0 {
+			b.WriteString("    values: " + yamlFlow(f.Values) + "\n")
 		}
 		if f.PrimaryKey {
 			b.WriteString("    primary_key: true\n")
@@ -237,4 +252,24 @@ func yamlScalar(s string) string {
 		}
 	}
 	return strconv.Quote(s)
+}
+
+// yamlFlow renders ss as a one-line YAML flow sequence: [a, "b, c"].
+// Items are plain when that reads back as the same string inside a flow
+// sequence, double-quoted otherwise.
+func yamlFlow(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if q := yamlScalar(s); q == s && !strings.ContainsAny(s, ",[]{}") {
+			b.WriteString(s)
+		} else {
+			b.WriteString(strconv.Quote(s))
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
 }

@@ -32,6 +32,19 @@
 // QueryEvent (tool, rows, truncation, duration, error kind), next to the
 // executor's tool.start and tool.finish events.
 //
+// Introspection (DB.Introspect) describes what the agent may read; the
+// adapters also collect, within the bounds of SampleValues (their
+// Options.SampleValues), a sample of the distinct values of low-cardinality
+// text columns (domain.Field.Values), never of columns the host marks
+// sensitive. For schemas without declared foreign keys, InferJoins
+// proposes joins from column names and types and confirms each with a
+// bounded value-overlap query through DB.Query, returning the confirmed
+// ones with a Confidence and a Cardinality (domain.Relationship.Inferred):
+//
+//	datasets, _ := db.Introspect(ctx)
+//	joins, _ := sqldb.InferJoins(ctx, db, datasets, sqldb.InferOptions{})
+//	// add joins to datasets[i].Relationships before building the catalog
+//
 // tools/sqldb/sampledata generates the project's deterministic retail
 // sample database for both dialects.
 package sqldb

@@ -109,4 +109,31 @@
 // A host that keeps its tenants' databases as data sources (package
 // secrets: connection settings sealed with AES-256-GCM) connects with
 // OpenDataSource, which decrypts the settings only then.
+//
+// # Introspection
+//
+// DB.Introspect lists what the role may SELECT in Options.Schemas (every
+// schema but pg_* and information_schema when empty) with the database
+// (current_database()) and schema of each dataset, column types,
+// nullability, primary keys, foreign keys as Relationships with their
+// Cardinality, COMMENT ON texts as descriptions, row estimates, and, for
+// low-cardinality text and enum columns, a bounded sample of distinct
+// values (Field.Values) that lets the catalog find a column from a value a
+// question names. Sampling costs little and never needs more than SELECT:
+// pg_stats answers first for free (a column whose n_distinct estimate is
+// over Options.SampleValues.MaxDistinct is skipped, one whose most common
+// values are all of them takes those); the remaining columns of a table are
+// read by one query over at most MaxRows rows (TABLESAMPLE SYSTEM first
+// for big tables) in a READ ONLY transaction with a statement timeout.
+// Columns the host marks sensitive get Sensitive and are never read;
+// tables with row-level security enabled, views and foreign tables are
+// never sampled:
+//
+//	db, err := postgres.Open(ctx, dsn, postgres.Options{
+//		Schemas:      []string{"sales"},
+//		SampleValues: sqldb.SampleValues{SensitiveColumns: []string{"email", "sales.customers.phone"}},
+//	})
+//
+// For schemas without foreign keys, sqldb.InferJoins proposes and
+// confirms the joins through the same read-only Query path.
 package postgres

@@ -79,6 +79,12 @@ type Options struct {
 	// Schemas limits Introspect to these schemas; empty means every schema
 	// the user can see except pg_* and information_schema.
 	Schemas []string
+	// SampleValues configures the bounded sample of distinct values
+	// Introspect collects for low-cardinality text and enum columns
+	// (domain.Field.Values); the zero value samples with the defaults.
+	// Tables with row-level security enabled, views and foreign tables are
+	// never sampled.
+	SampleValues sqldb.SampleValues
 	// AllowPrivilegedRole skips the role check of Open and New (see
 	// CheckRole), which otherwise refuses to work as a role that is a
 	// superuser, may bypass row-level security, create roles or
@@ -939,12 +945,17 @@ func (db *DB) classify(ctx context.Context, err error) error {
 
 // Introspect lists the tables, views, materialized views and foreign
 // tables the user may SELECT from, in the configured schemas, sorted by
-// name, with column types (format_type), nullability, primary keys,
-// foreign keys as Relationships, comments as Descriptions and
-// pg_class.reltuples as RowEstimate (-1 when never analysed).
+// name, with the database (current_database()) and schema, column types
+// (format_type), nullability, primary keys, foreign keys as Relationships
+// (Cardinality many_to_one, or one_to_one when the referencing columns
+// are the table's primary key), comments (COMMENT ON) as Descriptions,
+// pg_class.reltuples as RowEstimate (-1 when never analysed), and, unless
+// Options.SampleValues.Disable is set, a bounded sample of distinct
+// values for low-cardinality text columns (see Options.SampleValues).
 func (db *DB) Introspect(ctx context.Context) ([]domain.Dataset, error) {
 	const rels = `
-SELECT c.oid, n.nspname, c.relname, c.relkind::text, coalesce(obj_description(c.oid, 'pg_class'), ''), c.reltuples::bigint
+SELECT c.oid, n.nspname, c.relname, c.relkind::text, coalesce(obj_description(c.oid, 'pg_class'), ''), c.reltuples::bigint,
+  c.relrowsecurity, current_database()
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND has_table_privilege(c.oid, 'SELECT')
@@ -963,18 +974,22 @@ ORDER BY n.nspname, c.relname`
 		out  []domain.Dataset
 		oids []uint32
 		byID = map[uint32]int{}
+		// info holds what sampling needs to know of each dataset.
+		info []relInfo
 	)
 	for rows.Next() {
 		var (
-			oid                   uint32
-			schema, name, kind, d string
-			est                   int64
+			oid                         uint32
+			schema, name, kind, d, dbNm string
+			est                         int64
+			rls                         bool
 		)
-		if err := rows.Scan(&oid, &schema, &name, &kind, &d, &est); err != nil {
+		if err := rows.Scan(&oid, &schema, &name, &kind, &d, &est, &rls, &dbNm); err != nil {
 			rows.Close()
 			return nil, db.classify(ctx, err)
 		}
-		ds := domain.Dataset{Name: schema + "." + name, Source: schema + "." + name, Description: d, RowEstimate: est}
+		ds := domain.Dataset{Name: schema + "." + name, Source: schema + "." + name, Description: d, RowEstimate: est,
+			Database: dbNm, Schema: schema}
 		switch kind {
 		case "v":
 			ds.Kind = "view"
@@ -987,6 +1002,7 @@ ORDER BY n.nspname, c.relname`
 		byID[oid] = len(out)
 		oids = append(oids, oid)
 		out = append(out, ds)
+		info = append(info, relInfo{kind: kind, rowSecurity: rls})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -996,7 +1012,8 @@ ORDER BY n.nspname, c.relname`
 		return out, nil
 	}
 	const cols = `
-SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, coalesce(col_description(a.attrelid, a.attnum), '')
+SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, coalesce(col_description(a.attrelid, a.attnum), ''),
+  coalesce((SELECT t.typcategory::text FROM pg_type t WHERE t.oid = a.atttypid), '')
 FROM pg_attribute a
 WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attrelid, a.attnum`
@@ -1006,16 +1023,18 @@ ORDER BY a.attrelid, a.attnum`
 	}
 	for rows.Next() {
 		var (
-			oid          uint32
-			name, typ, d string
-			nullable     bool
+			oid               uint32
+			name, typ, d, cat string
+			nullable          bool
 		)
-		if err := rows.Scan(&oid, &name, &typ, &nullable, &d); err != nil {
+		if err := rows.Scan(&oid, &name, &typ, &nullable, &d, &cat); err != nil {
 			rows.Close()
 			return nil, db.classify(ctx, err)
 		}
 		i := byID[oid]
 		out[i].Fields = append(out[i].Fields, domain.Field{Name: name, Type: typ, Nullable: nullable, Description: d})
+		// String and enum types are the ones whose values are sampled.
+		info[i].text = append(info[i].text, cat == "S" || cat == "E")
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -1057,14 +1076,20 @@ ORDER BY con.conrelid, con.contype DESC, con.conname`
 				}
 			}
 		case "f":
+			// Primary keys come first (ORDER BY contype DESC), so the
+			// referencing columns can be compared with the key here.
 			out[i].Relationships = append(out[i].Relationships, domain.Relationship{
 				From: out[i].Name, FromColumns: from, To: to, ToColumns: toCols, Description: d,
+				Cardinality: sqldb.ForeignKeyCardinality(out[i], from),
 			})
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, db.classify(ctx, err)
+	}
+	if err := db.sampleValues(ctx, out, info); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

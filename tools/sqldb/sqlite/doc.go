@@ -44,4 +44,28 @@
 // row. The file itself is not protected: whoever can read it reads
 // everything. Use PostgreSQL with row-level security (tools/sqldb/postgres
 // Options.Settings) where users must not see each other's data.
+//
+// # Introspection
+//
+// DB.Introspect lists tables and views with Schema "main" (Database is
+// left empty: a host pooling several files names them), declared types,
+// NOT NULL, primary keys, foreign keys as Relationships with their
+// Cardinality, and exact row counts of tables. For the text columns (TEXT
+// affinity) of tables it collects a bounded sample of distinct values
+// (Field.Values), one query per table over at most
+// Options.SampleValues.MaxRows rows within its timeout; a column with more
+// than MaxDistinct values gets none, and so does a column with a distinct
+// value per row of a partial sample. Columns the host marks sensitive
+// (SampleValues.SensitiveColumns or Sensitive) get Sensitive and are never
+// read; views are never sampled. SQLite has no COMMENT ON: descriptions
+// come from the comments of the CREATE TABLE statement SQLite keeps,
+//
+//	CREATE TABLE orders ( -- One row per order.
+//	  id INTEGER PRIMARY KEY,
+//	  -- When the order was placed (UTC).
+//	  ordered_at TEXT NOT NULL,
+//	  status TEXT NOT NULL -- completed, cancelled or returned
+//	)
+//
+// and are the host's to add otherwise.
 package sqlite

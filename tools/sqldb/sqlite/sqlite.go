@@ -41,6 +41,10 @@ type Options struct {
 	// DefaultMaxConns). They stay open: each costs a function
 	// registration for the life of the process.
 	MaxConns int
+	// SampleValues configures the bounded sample of distinct values
+	// Introspect collects for text columns of tables (domain.Field.Values);
+	// the zero value samples with the defaults. Views are never sampled.
+	SampleValues sqldb.SampleValues
 }
 
 // DB is the SQLite adapter of sqldb.DB: the file is opened read-only
@@ -54,6 +58,7 @@ type DB struct {
 	path     string
 	required []string
 	slots    *sync.Map // driver.Conn -> *attrSlot
+	sample   sqldb.SampleValues
 }
 
 var _ sqldb.DB = (*DB)(nil)
@@ -86,7 +91,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if deny == nil {
 		deny = DefaultDeniedFunctions
 	}
-	return &DB{q: q, meta: meta, deny: deny, path: path, required: opts.Attributes, slots: slots}, nil
+	return &DB{q: q, meta: meta, deny: deny, path: path, required: opts.Attributes, slots: slots, sample: opts.SampleValues}, nil
 }
 
 // Close closes the database.
@@ -365,22 +370,39 @@ func (db *DB) Sample(ctx context.Context, dataset string, n int) (*sqldb.Result,
 	return db.Query(ctx, fmt.Sprintf("SELECT * FROM %s LIMIT %d", sqldb.QuoteIdent(dataset), n), lim)
 }
 
-// Introspect lists tables and views (not sqlite_* tables) with declared
-// column types, NOT NULL, primary keys, foreign keys as Relationships and
-// exact row counts as RowEstimate for tables.
+// Introspect lists tables and views (not sqlite_* tables) with Schema
+// "main" (Database stays empty: a host pooling several files sets it),
+// descriptions from the comments of CREATE TABLE statements (a comment on
+// the line of the opening parenthesis describes the table, one at the end
+// of a column's line or on the lines before it describes the column),
+// declared column types, NOT NULL, primary keys, foreign keys as
+// Relationships (Cardinality many_to_one, or one_to_one when the
+// referencing columns are the table's primary key), exact row counts as
+// RowEstimate for tables, and, unless Options.SampleValues.Disable is set,
+// a bounded sample of distinct values for the text columns of tables
+// (see Options.SampleValues).
 func (db *DB) Introspect(ctx context.Context) ([]domain.Dataset, error) {
-	rows, err := db.meta.QueryContext(ctx, `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	rows, err := db.meta.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
 		return nil, classify(ctx, err, "")
 	}
-	var out []domain.Dataset
+	var (
+		out      []domain.Dataset
+		comments []map[string]string
+	)
 	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
+		var name, typ, ddl string
+		if err := rows.Scan(&name, &typ, &ddl); err != nil {
 			rows.Close()
 			return nil, classify(ctx, err, "")
 		}
-		out = append(out, domain.Dataset{Name: name, Source: name, Kind: typ})
+		d := domain.Dataset{Name: name, Source: name, Kind: typ, Schema: "main"}
+		var cols map[string]string
+		if typ == "table" {
+			d.Description, cols = ddlComments(ddl)
+		}
+		out = append(out, d)
+		comments = append(comments, cols)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -401,7 +423,8 @@ func (db *DB) Introspect(ctx context.Context) ([]domain.Dataset, error) {
 				cols.Close()
 				return nil, classify(ctx, err, "")
 			}
-			d.Fields = append(d.Fields, domain.Field{Name: name, Type: typ, Nullable: notNull == 0 && pk == 0, PrimaryKey: pk > 0})
+			d.Fields = append(d.Fields, domain.Field{Name: name, Type: typ, Nullable: notNull == 0 && pk == 0, PrimaryKey: pk > 0,
+				Description: comments[i][strings.ToLower(name)]})
 		}
 		cols.Close()
 		fks, err := db.meta.QueryContext(ctx, `SELECT id, "table", "from", coalesce("to", '') FROM pragma_foreign_key_list(?) ORDER BY id, seq`, d.Name)
@@ -427,11 +450,17 @@ func (db *DB) Introspect(ctx context.Context) ([]domain.Dataset, error) {
 			r.ToColumns = append(r.ToColumns, tc)
 		}
 		fks.Close()
+		for j := range d.Relationships {
+			d.Relationships[j].Cardinality = sqldb.ForeignKeyCardinality(*d, d.Relationships[j].FromColumns)
+		}
 		if d.Kind == "table" {
 			if err := db.meta.QueryRowContext(ctx, "SELECT count(*) FROM "+sqldb.QuoteIdent(d.Name)).Scan(&d.RowEstimate); err != nil {
 				return nil, classify(ctx, err, "")
 			}
 		}
+	}
+	if err := db.sampleValues(ctx, out); err != nil {
+		return nil, err
 	}
 	// Foreign keys without target columns point at the target's key.
 	for i := range out {
