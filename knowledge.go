@@ -48,6 +48,11 @@ type Knowledge struct {
 	// SQLTool names the tool whose "sql" argument SaveRecipe keeps
 	// (default "query_database").
 	SQLTool string
+	// Semantic, when set, is the semantic layer (a *semantic.Model of
+	// package tools/semantic): its Describe text reaches the model as a
+	// reference block with every question, next to the query_metrics
+	// tool the host adds to Agent.Tools.
+	Semantic interface{ Describe() string }
 }
 
 // RecipeMemory is what the service needs of a recipe store;
@@ -85,8 +90,19 @@ type SendOption func(*sendOptions)
 
 type sendOptions struct {
 	state        *bctx.State
+	hints        []string
 	cancelOnStop bool
 }
+
+// WithHints gives the discovery step what the host knows about the
+// question (a business definition, "revenue means net of refunds", the
+// report the user came from): searched on its own with its own weight
+// (kb.DiscoverOptions.Hints, HintWeight), never glued onto the question.
+func WithHints(hints ...string) SendOption {
+	return func(o *sendOptions) { o.hints = append(o.hints, hints...) }
+}
+
+type hintsKey struct{}
 
 // WithState hands the model a snapshot of what the user sees in the host
 // application (current page, selected dataset, visible items) as a state
@@ -122,6 +138,11 @@ func (s *Service) sessionBlocks(ctx context.Context, t *agents.TurnContext) ([]b
 	if st, ok := ctx.Value(stateKey{}).(*bctx.State); ok && st != nil {
 		b.State(*st)
 	}
+	if sl := s.cfg.Knowledge.Semantic; sl != nil {
+		if d := sl.Describe(); d != "" {
+			b.Add(bctx.KindReference, bctx.CodecRules, bctx.Rules{Text: "Semantic layer (query it with query_metrics):\n" + d})
+		}
+	}
 	if t != nil && t.Input != nil {
 		s.discover(ctx, t.Input, b)
 	}
@@ -147,7 +168,11 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 	var errs []error
 	var datasets []domain.Dataset
 	if k.Catalog != nil {
-		d, err := kb.Discover(ctx, k.Catalog, scope, question, k.Discover)
+		opts := k.Discover
+		if hints, _ := ctx.Value(hintsKey{}).([]string); len(hints) > 0 {
+			opts.Hints = append(append([]string(nil), opts.Hints...), hints...)
+		}
+		d, err := kb.Discover(ctx, k.Catalog, scope, question, opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("datasets: %w", err))
 		} else {
@@ -157,6 +182,9 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 			}
 			b.Datasets(datasets...)
 			b.JoinHints(d.JoinHints...)
+			if note := valueMatches(d.Hits); note != "" {
+				b.Add(bctx.KindReference, bctx.CodecRules, bctx.Rules{Text: note})
+			}
 			ev.JoinHints = len(d.JoinHints)
 		}
 	}
@@ -283,4 +311,20 @@ func (s *Service) questionBefore(ctx context.Context, p domain.Principal, sessio
 		return "", domain.Invalid("message_id", fmt.Sprintf("message %s answers no question found in its session", m.ID))
 	}
 	return q, nil
+}
+
+// valueMatches tells the model which columns hold the values the question
+// names ("customers.city holds 'Lyon'"), from the catalog's value index;
+// "" when nothing matched.
+func valueMatches(hits []kb.DatasetHit) string {
+	var b strings.Builder
+	for _, h := range hits {
+		for _, m := range h.MatchedValues {
+			if b.Len() == 0 {
+				b.WriteString("Values the question mentions, and the columns that hold them:\n")
+			}
+			fmt.Fprintf(&b, "- %s.%s = %q\n", h.Dataset.Name, m.Field, m.Value)
+		}
+	}
+	return b.String()
 }

@@ -169,6 +169,9 @@ func (s *Service) continueRun(ctx context.Context, p domain.Principal, messageID
 	if o.state != nil {
 		ctx = context.WithValue(ctx, stateKey{}, o.state)
 	}
+	if len(o.hints) > 0 {
+		ctx = context.WithValue(ctx, hintsKey{}, o.hints)
+	}
 	attrs, releaseQuota, err := s.admitWriter(ctx, p)
 	if err != nil {
 		yield(nil, err)

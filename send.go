@@ -57,6 +57,9 @@ func (s *Service) Send(ctx context.Context, p domain.Principal, sessionID, text 
 		if o.state != nil {
 			ctx = context.WithValue(ctx, stateKey{}, o.state)
 		}
+		if len(o.hints) > 0 {
+			ctx = context.WithValue(ctx, hintsKey{}, o.hints)
+		}
 		attrs, release, err := s.admitWriter(ctx, p)
 		if err != nil {
 			yield(nil, err)

@@ -65,6 +65,10 @@ type Config struct {
 	// the model's summary and to QueryPayload.FanOut. The statement runs
 	// either way.
 	DisableFanOutGuard bool
+	// Relationships are join cardinalities the fan-out guard uses besides
+	// the datasets' own (foreign keys): a semantic layer's joins
+	// (semantic.Model.Relationships) or joins confirmed by InferJoins.
+	Relationships []domain.Relationship
 }
 
 // Tools are the SQL data tools over one database. Build with New.
@@ -172,7 +176,7 @@ func (t *Tools) fanOut(ctx context.Context, sql string) []fanout.Warning {
 	}
 	t.fanMu.Lock()
 	if t.fanChk == nil || len(t.fanFor) != len(ds) || &t.fanFor[0] != &ds[0] {
-		t.fanChk, t.fanFor = fanout.New(nil, ds), ds
+		t.fanChk, t.fanFor = fanout.New(t.cfg.Relationships, ds), ds
 	}
 	chk := t.fanChk
 	t.fanMu.Unlock()

@@ -165,3 +165,36 @@ func TestQueryDatabaseTotals(t *testing.T) {
 		t.Fatalf("the disabled guard warned: %v", p.FanOut)
 	}
 }
+
+// Config.Relationships gives the guard join cardinalities the datasets do
+// not declare (a semantic layer's, inferred ones): with the sample's
+// foreign keys removed from the datasets the trap goes unnoticed, and
+// handing them back through Config.Relationships restores the warning.
+func TestConfigRelationshipsFeedTheGuard(t *testing.T) {
+	t.Parallel()
+	db := openSample(t)
+	ds, err := cardinalDB{db}.Introspect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rels []domain.Relationship
+	for i := range ds {
+		rels = append(rels, ds[i].Relationships...)
+		ds[i].Relationships = nil
+	}
+	const trap = `SELECT o.status, COUNT(o.id) FROM orders o JOIN order_items i ON i.order_id = o.id GROUP BY o.status`
+	without, err := sqldb.New(sqldb.Config{DB: db, Datasets: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, p := query(t, without, trap); len(p.FanOut) != 0 {
+		t.Fatalf("warned without any cardinality: %+v", p.FanOut)
+	}
+	with, err := sqldb.New(sqldb.Config{DB: db, Datasets: ds, Relationships: rels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, p := query(t, with, trap); len(p.FanOut) != 1 || !strings.Contains(r.Summary, "WARNING (join fan-out") {
+		t.Fatalf("fan-out = %+v, summary %q", p.FanOut, r.Summary)
+	}
+}
