@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -92,34 +91,14 @@ func NewTool(cfg Config) (agents.Tool, error) {
 
 // result stores res and builds the two-track result.
 func (cfg Config) result(ctx context.Context, q Query, res *sqldb.Result, lim sqldb.Limits) (agents.Result, error) {
-	tb := res.Table()
-	name, err := cfg.Results.Put(ctx, tb)
+	p, art, err := sqldb.StoreResult(ctx, cfg.Results, cfg.Store, res)
 	if err != nil {
-		return agents.Result{}, fmt.Errorf("semantic: store result: %w", err)
-	}
-	tb.Name = name
-	csv, err := tb.CSV()
-	if err != nil {
-		return agents.Result{}, fmt.Errorf("semantic: encode result: %w", err)
-	}
-	art := domain.Artifact{
-		Kind: domain.ArtifactTable, Name: name + ".csv", MediaType: "text/csv",
-		SHA256: domain.ContentHash(csv), Size: int64(len(csv)),
-		Metadata: map[string]string{
-			"result": name, "rows": strconv.Itoa(len(res.Rows)), "truncated": strconv.FormatBool(res.Truncated),
-			"columns": strconv.Itoa(len(res.Columns)),
-		},
-	}
-	if cfg.Store != nil {
-		if art, err = tools.SaveArtifact(ctx, cfg.Store, art, csv); err != nil {
-			return agents.Result{}, fmt.Errorf("semantic: store result %s: %w", name, err)
-		}
+		return agents.Result{}, fmt.Errorf("semantic: %w", err)
 	}
 	title := "Metrics " + strings.Join(q.Metrics, ", ")
 	if len(q.Dimensions) > 0 {
 		title += " by " + strings.Join(q.Dimensions, ", ")
 	}
-	summary := title + "\n" + sqldb.Summary(name, res, lim.MaxRows, cfg.PreviewRows, cfg.Minimize)
-	p := &sqldb.QueryPayload{Table: tb, Rows: len(res.Rows), Truncated: res.Truncated, CutCells: res.CutCells, Duration: res.Duration, CSV: csv}
+	summary := title + "\n" + sqldb.Summary(p.Table.Name, res, lim.MaxRows, cfg.PreviewRows, cfg.Minimize)
 	return agents.Result{Summary: summary, Payload: p, Artifacts: []domain.Artifact{art}, Datasets: res.Datasets}, nil
 }

@@ -213,15 +213,33 @@ func (t *Tools) limits(ctx context.Context) Limits {
 
 // tableResult stores res and builds the two-track result.
 func (t *Tools) tableResult(ctx context.Context, res *Result, lim Limits, title string) (agents.Result, error) {
-	tb := res.Table()
-	name, err := t.cfg.Results.Put(ctx, tb)
+	p, art, err := StoreResult(ctx, t.cfg.Results, t.cfg.Store, res)
 	if err != nil {
-		return agents.Result{}, fmt.Errorf("sqldb: store result: %w", err)
+		return agents.Result{}, err
+	}
+	var b strings.Builder
+	if title != "" {
+		b.WriteString(title + "\n")
+	}
+	b.WriteString(Summary(p.Table.Name, res, lim.MaxRows, t.cfg.PreviewRows, t.cfg.Minimize))
+	return agents.Result{Summary: b.String(), Payload: p, Artifacts: []domain.Artifact{art}, Datasets: res.Datasets}, nil
+}
+
+// StoreResult keeps res under a new name (result_1, ...) in results and,
+// when store is set, its CSV as a table artifact; it returns the payload
+// and the artifact the SQL tools give the host (Payload.Table.Name is the
+// name). Tools that run SQL of their own (tools/semantic) use it too, so
+// their results are addressable the same way.
+func StoreResult(ctx context.Context, results tools.Results, store domain.ArtifactStore, res *Result) (*QueryPayload, domain.Artifact, error) {
+	tb := res.Table()
+	name, err := results.Put(ctx, tb)
+	if err != nil {
+		return nil, domain.Artifact{}, fmt.Errorf("sqldb: store result: %w", err)
 	}
 	tb.Name = name
 	csv, err := tb.CSV()
 	if err != nil {
-		return agents.Result{}, fmt.Errorf("sqldb: encode result: %w", err)
+		return nil, domain.Artifact{}, fmt.Errorf("sqldb: encode result: %w", err)
 	}
 	p := &QueryPayload{Table: tb, Rows: len(res.Rows), Truncated: res.Truncated, CutCells: res.CutCells, Duration: res.Duration, CSV: csv}
 	art := domain.Artifact{
@@ -232,19 +250,14 @@ func (t *Tools) tableResult(ctx context.Context, res *Result, lim Limits, title 
 			"columns": strconv.Itoa(len(res.Columns)),
 		},
 	}
-	if t.cfg.Store != nil {
-		stored, err := tools.SaveArtifact(ctx, t.cfg.Store, art, csv)
+	if store != nil {
+		stored, err := tools.SaveArtifact(ctx, store, art, csv)
 		if err != nil {
-			return agents.Result{}, fmt.Errorf("sqldb: store result %s: %w", name, err)
+			return nil, domain.Artifact{}, fmt.Errorf("sqldb: store result %s: %w", name, err)
 		}
 		art = stored
 	}
-	var b strings.Builder
-	if title != "" {
-		b.WriteString(title + "\n")
-	}
-	b.WriteString(Summary(name, res, lim.MaxRows, t.cfg.PreviewRows, t.cfg.Minimize))
-	return agents.Result{Summary: b.String(), Payload: p, Artifacts: []domain.Artifact{art}, Datasets: res.Datasets}, nil
+	return p, art, nil
 }
 
 // Summary renders what the model sees of a result: its name, row count,
