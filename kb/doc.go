@@ -90,4 +90,12 @@
 //
 // MemoryCatalog.Save writes the definitions, vectors and Bleve indexes to
 // a directory; LoadCatalog opens them again without re-indexing.
+//
+// # Descriptions for cryptic schemas
+//
+// Describer, Cryptic, Propose and Apply optionally propose descriptions
+// for cryptic tables and columns (cst_cd, amt1): proposals are cached by
+// schema fingerprint (DescriptionCache), reviewed by the host, and Apply
+// never overwrites the host's own descriptions. tools/catalog.ModelDescriber
+// asks the configured model, once per cryptic dataset.
 package kb
