@@ -186,15 +186,11 @@ func (db *DB) readValues(ctx context.Context, d domain.Dataset, fields []int, sv
 		inner.WriteString(sqldb.QuoteIdent(d.Fields[j].Name) + " AS " + c)
 		fmt.Fprintf(&outer, "ARRAY(SELECT DISTINCT left(%s::text, %d) FROM s WHERE %s IS NOT NULL LIMIT %d)", c, sv.MaxValueLen+1, c, sv.MaxDistinct+1)
 	}
-	from := sqldb.QuoteQualified(d.Source)
-	sampled := false
-	if d.RowEstimate > int64(10*sv.MaxRows) {
-		// Read random pages, about twice the rows needed, not the table.
-		pct := math.Max(0.0001, 200*float64(sv.MaxRows)/float64(d.RowEstimate))
-		sampled = true
-		from += " TABLESAMPLE SYSTEM (" + strconv.FormatFloat(pct, 'f', 4, 64) + ")"
+	table := sqldb.QuoteQualified(d.Source)
+	sampled := d.RowEstimate > int64(10*sv.MaxRows)
+	query := func(from string) string {
+		return "WITH s AS MATERIALIZED (SELECT " + inner.String() + " FROM " + from + " LIMIT " + strconv.Itoa(sv.MaxRows) + ") SELECT " + outer.String()
 	}
-	q := "WITH s AS MATERIALIZED (SELECT " + inner.String() + " FROM " + from + " LIMIT " + strconv.Itoa(sv.MaxRows) + ") SELECT " + outer.String()
 	var rows int64
 	vals := make([][]string, len(fields))
 	ptrs := []any{&rows}
@@ -207,7 +203,20 @@ func (db *DB) readValues(ctx context.Context, d domain.Dataset, fields []int, sv
 		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('search_path', 'pg_catalog', true)", ms); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, q).Scan(ptrs...)
+		if sampled {
+			// Read random pages, about twice the rows needed, not the
+			// table. SYSTEM sampling picks whole pages, so a small share
+			// of a table of few pages can come back (nearly) empty: then
+			// the first MaxRows rows are read instead, as bounded.
+			pct := math.Max(0.0001, 200*float64(sv.MaxRows)/float64(d.RowEstimate))
+			if err := tx.QueryRow(ctx, query(table+" TABLESAMPLE SYSTEM ("+strconv.FormatFloat(pct, 'f', 4, 64)+")")).Scan(ptrs...); err != nil {
+				return err
+			}
+			if rows >= int64(sv.MaxRows)/2 {
+				return nil
+			}
+		}
+		return tx.QueryRow(ctx, query(table)).Scan(ptrs...)
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil {
