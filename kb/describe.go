@@ -1,11 +1,7 @@
 package kb
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -195,75 +191,11 @@ func cloneDescription(d Description) Description {
 	return d
 }
 
-// describeCanonVersion is part of the canonical form hashed by
-// DescriptionFingerprint. It equals the recipe schema form, so the
-// fingerprint of one dataset is also its kb/recipes.Fingerprint.
-const describeCanonVersion = "bichat-recipe-schema/v1"
-
-type describeCanon struct {
-	Version  string                 `json:"version"`
-	Datasets []describeCanonDataset `json:"datasets"`
-}
-
-type describeCanonDataset struct {
-	Name          string             `json:"name"`
-	Source        string             `json:"source"`
-	Fields        [][2]string        `json:"fields"`
-	Relationships []describeCanonRel `json:"relationships"`
-}
-
-type describeCanonRel struct {
-	From        string   `json:"from"`
-	FromColumns []string `json:"from_columns"`
-	To          string   `json:"to"`
-	ToColumns   []string `json:"to_columns"`
-}
-
 // DescriptionFingerprint returns the key DescriptionCache uses for d: the
-// lower-case hexadecimal SHA-256 of the canonical form of its schema
-// (name, source, columns with their types, relationships; order-free,
-// descriptions excluded). It equals kb/recipes.Fingerprint of the single
-// dataset.
-func DescriptionFingerprint(d domain.Dataset) string {
-	cd := describeCanonDataset{
-		Name:          strings.TrimSpace(d.Name),
-		Source:        strings.TrimSpace(d.Source),
-		Fields:        make([][2]string, 0, len(d.Fields)),
-		Relationships: []describeCanonRel{},
-	}
-	for _, f := range d.Fields {
-		cd.Fields = append(cd.Fields, [2]string{strings.TrimSpace(f.Name), strings.ToLower(strings.TrimSpace(f.Type))})
-	}
-	slices.SortFunc(cd.Fields, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	trim := func(ss []string) []string {
-		out := make([]string, len(ss))
-		for i, s := range ss {
-			out[i] = strings.TrimSpace(s)
-		}
-		return out
-	}
-	for _, r := range d.Relationships {
-		from := strings.TrimSpace(r.From)
-		if from == "" {
-			from = cd.Name
-		}
-		cd.Relationships = append(cd.Relationships, describeCanonRel{
-			From: from, FromColumns: trim(r.FromColumns), To: strings.TrimSpace(r.To), ToColumns: trim(r.ToColumns),
-		})
-	}
-	compare := func(a, b describeCanonRel) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To),
-			slices.Compare(a.FromColumns, b.FromColumns), slices.Compare(a.ToColumns, b.ToColumns))
-	}
-	slices.SortFunc(cd.Relationships, compare)
-	cd.Relationships = slices.CompactFunc(cd.Relationships, func(a, b describeCanonRel) bool { return compare(a, b) == 0 })
-	b, err := json.Marshal(describeCanon{Version: describeCanonVersion, Datasets: []describeCanonDataset{cd}})
-	if err != nil {
-		panic("kb: description fingerprint: " + err.Error()) // only strings and slices: cannot fail
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+// schema fingerprint of the single dataset (SchemaFingerprint: name,
+// source, columns with their types, relationships; order-free,
+// descriptions excluded), which is also its kb/recipes.Fingerprint.
+func DescriptionFingerprint(d domain.Dataset) string { return SchemaFingerprint([]domain.Dataset{d}) }
 
 // Propose asks d to describe the cryptic datasets (see Cryptic) among
 // datasets and returns the proposals, in the order of datasets, for the
