@@ -1,12 +1,12 @@
 package agents
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/hooks"
 )
 
 // maxHeldText bounds the text a redacting run holds back waiting for the
@@ -202,7 +202,7 @@ func redactPart(p domain.Part, f func(string) string, reasoning bool) (domain.Pa
 		p.Text = t
 		return p, true
 	case p.ToolCall != nil:
-		a := redactJSON(p.ToolCall.Arguments, f)
+		a := hooks.ScrubJSON(p.ToolCall.Arguments, f)
 		if string(a) == string(p.ToolCall.Arguments) {
 			return p, false
 		}
@@ -223,47 +223,6 @@ func redactPart(p domain.Part, f func(string) string, reasoning bool) (domain.Pa
 	return p, false
 }
 
-// redactJSON applies f to raw JSON text, keeping the result valid JSON:
-// when scrubbing the text would break it, the string values are scrubbed
-// one by one instead.
-func redactJSON(raw json.RawMessage, f func(string) string) json.RawMessage {
-	if len(raw) == 0 {
-		return raw
-	}
-	s := f(string(raw))
-	if s == string(raw) {
-		return raw
-	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return json.RawMessage(s)
-	}
-	out, err := json.Marshal(redactValue(v, f))
-	if err != nil {
-		return json.RawMessage(s)
-	}
-	return out
-}
-
-func redactValue(v any, f func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return f(x)
-	case []any:
-		for i := range x {
-			x[i] = redactValue(x[i], f)
-		}
-	case map[string]any:
-		for k, e := range x {
-			x[k] = redactValue(e, f)
-		}
-	}
-	return v
-}
-
 // redactEvent applies f to the text an event carries to the consumer. It
 // replaces fields, never writing into slices the run still uses (the
 // checkpoint of an Interrupted event stays as it was: it is resumed, not
@@ -276,9 +235,9 @@ func redactEvent(ev Event, f func(string) string) {
 		e.Text = f(e.Text)
 	case *ProviderItemReported:
 		e.Item.Text = f(e.Item.Text)
-		e.Item.Input = redactJSON(e.Item.Input, f)
+		e.Item.Input = hooks.ScrubJSON(e.Item.Input, f)
 	case *ToolCallStarted:
-		e.Arguments = redactJSON(e.Arguments, f)
+		e.Arguments = hooks.ScrubJSON(e.Arguments, f)
 	case *ToolCallFinished:
 		e.Summary = f(e.Summary)
 		e.Error = f(e.Error)
@@ -293,7 +252,7 @@ func redactEvent(ev Event, f func(string) string) {
 		if e.Confirmation != nil {
 			c := *e.Confirmation
 			c.Description = f(c.Description)
-			c.Arguments = redactJSON(c.Arguments, f)
+			c.Arguments = hooks.ScrubJSON(c.Arguments, f)
 			e.Confirmation = &c
 		}
 	case *RunFinished:

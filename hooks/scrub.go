@@ -99,6 +99,13 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
+// ScrubJSON applies f to the text of raw JSON and returns valid JSON
+// (raw itself when nothing changed, and never writing into raw): every
+// string value is scrubbed, then the whole text when that keeps it valid
+// (so a secret spread over a key and its value is caught too). Invalid
+// JSON is scrubbed as text. The agent loop scrubs tool arguments with it.
+func ScrubJSON(raw json.RawMessage, f func(string) string) json.RawMessage { return scrubJSON(raw, f) }
+
 // scrubJSON applies f to raw JSON: first to each string (keys and values,
 // unescaped, so an escaped newline or quote does not hide a secret), then
 // to the whole text (so f sees "password": "..." pairs), keeping the
