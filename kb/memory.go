@@ -178,7 +178,7 @@ type SearchOptions struct {
 type MemoryCatalog struct {
 	opts CatalogOptions
 	// exp expands question terms with their synonyms (nil: none).
-	exp expander
+	exp Expander
 
 	mu       sync.RWMutex
 	embedder Embedder // nil: no vectors
@@ -241,7 +241,7 @@ type scopeState struct {
 	cov *coverage
 	// vals is the value-index snapshot of the definitions, rebuilt on
 	// the first search after a change (nil when stale).
-	vals *valueIndex
+	vals *ValueIndex
 	// vocab holds every word the scope's definitions use; compound
 	// identifiers ("countrylanguage") are split into vocabulary words for
 	// the text index.
@@ -286,7 +286,7 @@ func NewMemoryCatalog(opts CatalogOptions) *MemoryCatalog {
 		if !c.opts.NoThesaurus {
 			groups = Thesaurus()
 		}
-		c.exp = newExpander(append(groups, c.opts.Synonyms...))
+		c.exp = NewExpander(append(groups, c.opts.Synonyms...))
 	}
 	return c
 }
@@ -773,10 +773,10 @@ func (c *MemoryCatalog) SearchWith(ctx context.Context, scope Scope, q string, o
 		vi = s.vals
 		s.mu.Unlock()
 	}
-	vals := vi.match(q)
+	valueRanked, valueMatches := vi.Match(q)
 	var valued []Ranked
 	if opts.Mode == Hybrid && !opts.NoValues && c.opts.ValueWeight > 0 {
-		valued = vals.ranked
+		valued = valueRanked
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -801,7 +801,7 @@ func (c *MemoryCatalog) SearchWith(ctx context.Context, scope Scope, q string, o
 			continue // deleted between the index read and now
 		}
 		hits = append(hits, DatasetHit{Dataset: cloneDataset(e.ds), YAML: e.yaml, Score: f.Score, BM25: f.Scores[0], Vector: f.Scores[1],
-			MatchedValues: slices.Clone(vals.matches[f.Name])})
+			MatchedValues: slices.Clone(valueMatches[f.Name])})
 		if len(hits) == k {
 			break
 		}
@@ -858,7 +858,7 @@ func (s *scopeState) nameCoverage(q string, lists ...[]Ranked) []Ranked {
 // bm25 ranks the scope's datasets for q with Bleve: scores at float32
 // precision, ties by name, so the ranking does not depend on the index's
 // internal document order (see bleverank).
-func (s *scopeState) bm25(ctx context.Context, q string, n int, boosts []float64, exp expander, expWeight float64) ([]Ranked, error) {
+func (s *scopeState) bm25(ctx context.Context, q string, n int, boosts []float64, exp Expander, expWeight float64) ([]Ranked, error) {
 	qq, err := s.bm25Query(ctx, q, boosts, exp, expWeight)
 	if err != nil || qq == nil {
 		return nil, err
@@ -882,7 +882,7 @@ func (s *scopeState) bm25(ctx context.Context, q string, n int, boosts []float64
 // few percent of a rare term's, and their long posting lists are most of
 // a search's cost on a large catalog. With an expander, the synonyms of
 // the question's terms are searched too, at expWeight times the boost.
-func (s *scopeState) bm25Query(ctx context.Context, q string, boosts []float64, exp expander, expWeight float64) (query.Query, error) {
+func (s *scopeState) bm25Query(ctx context.Context, q string, boosts []float64, exp Expander, expWeight float64) (query.Query, error) {
 	an := s.index.Mapping().AnalyzerNamed(analyzerName)
 	if an == nil {
 		return nil, fmt.Errorf("analyzer %s missing", analyzerName)
@@ -907,7 +907,7 @@ func (s *scopeState) bm25Query(ctx context.Context, q string, boosts []float64, 
 		all = append(all, weighted{t, 1})
 	}
 	if exp != nil && expWeight > 0 {
-		for _, t := range exp.expand(terms) {
+		for _, t := range exp.Expand(terms) {
 			all = append(all, weighted{t, expWeight})
 		}
 	}
@@ -1030,7 +1030,7 @@ const analyzerName = "bichat_identifier"
 // and one text of description, field names and field descriptions, each
 // followed by the parts of its compound identifiers (see decompound);
 // the synonyms of the dataset and its fields; and the database and
-// schema it lives in. Values are not in Bleve (see valueIndex).
+// schema it lives in. Values are not in Bleve (see ValueIndex).
 func indexDoc(d domain.Dataset, vocab map[string]bool) map[string]any {
 	var text strings.Builder
 	text.WriteString(d.Description)

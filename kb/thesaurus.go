@@ -35,16 +35,17 @@ func Thesaurus() [][]string {
 	return out
 }
 
-// expander maps a question term (stemmed, as Terms returns it) to the
-// terms of the other words of its synonym groups.
-type expander map[string][]string
+// Expander maps a question term (stemmed, as Terms returns it) to the
+// terms of the other words of its synonym groups. MemoryCatalog and
+// kb/neo4j expand a question's terms with it.
+type Expander map[string][]string
 
-// newExpander indexes synonym groups: each member's terms (stop words
+// NewExpander indexes synonym groups: each member's terms (stop words
 // left out) expand to the terms of every other member of the group. A
 // multi-word member ("point of sale") contributes each of its terms.
 // Expansions are in group order, each once, never the term itself.
-func newExpander(groups [][]string) expander {
-	x := expander{}
+func NewExpander(groups [][]string) Expander {
+	x := Expander{}
 	for _, g := range groups {
 		terms := make([][]string, len(g))
 		for i, m := range g {
@@ -74,9 +75,9 @@ func newExpander(groups [][]string) expander {
 	return x
 }
 
-// expand returns the expansion terms of terms: their synonyms not
+// Expand returns the expansion terms of terms: their synonyms not
 // already among terms, in a deterministic order, each once.
-func (x expander) expand(terms []string) []string {
+func (x Expander) Expand(terms []string) []string {
 	var out []string
 	for _, t := range terms {
 		for _, e := range x[t] {

@@ -68,82 +68,110 @@ func indexableValue(toks []string) bool {
 	return strings.IndexFunc(t, unicode.IsLetter) >= 0
 }
 
-// valuePosting is one indexed value of one field.
-type valuePosting struct {
-	toks    []string
-	key     string // strings.Join(toks, " ")
-	dataset string
-	field   string
-	value   string
+// ValuePosting is one value the value index holds: Value (as
+// Field.Values holds it) of field Field of dataset Dataset; Key is its
+// FoldValue words joined by one space.
+type ValuePosting struct {
+	Dataset string
+	Field   string
+	Value   string
+	Key     string
 }
 
-// valueIndex finds the values a question mentions. It is a snapshot of
-// the scope's definitions, rebuilt on the first search after a change.
-type valueIndex struct {
-	postings []valuePosting
-	// byFirst lists, per first word, the postings starting with it.
-	byFirst map[string][]int32
-	// df counts the datasets holding each value key.
-	df map[string]int
-	n  int
-}
-
-// buildValueIndex indexes the values of the named datasets' fields
-// (names sorted, so the postings are in a deterministic order), at most
-// maxPerField per field, never a Sensitive field's.
-func buildValueIndex(names []string, ds func(string) domain.Dataset, maxPerField int) *valueIndex {
-	vi := &valueIndex{byFirst: map[string][]int32{}, df: map[string]int{}, n: len(names)}
-	for _, name := range names {
-		d := ds(name)
-		seen := map[string]bool{}
-		for _, f := range d.Fields {
-			if f.Sensitive {
+// IndexedValues returns the values of d a value index holds, in field
+// then value order: the first maxPerField of each field's Values, never
+// a Sensitive field's, only values of at most 80 characters and 8 words
+// (a one-word value needs two characters or more, a letter, and must not
+// be a stop word), each (field, key) once. MemoryCatalog and kb/neo4j
+// index exactly these.
+func IndexedValues(d domain.Dataset, maxPerField int) []ValuePosting {
+	var out []ValuePosting
+	seen := map[string]bool{}
+	for _, f := range d.Fields {
+		if f.Sensitive {
+			continue
+		}
+		for i, v := range f.Values {
+			if i >= maxPerField {
+				break
+			}
+			if len([]rune(v)) > maxValueRunes {
 				continue
 			}
-			for i, v := range f.Values {
-				if i >= maxPerField {
-					break
-				}
-				if len([]rune(v)) > maxValueRunes {
-					continue
-				}
-				toks := FoldValue(v)
-				if !indexableValue(toks) {
-					continue
-				}
-				key := strings.Join(toks, " ")
-				if seen[f.Name+"\x00"+key] {
-					continue
-				}
-				if !seen[key] {
-					seen[key] = true
-					vi.df[key]++
-				}
-				seen[f.Name+"\x00"+key] = true
-				vi.byFirst[toks[0]] = append(vi.byFirst[toks[0]], int32(len(vi.postings)))
-				vi.postings = append(vi.postings, valuePosting{toks: toks, key: key, dataset: name, field: f.Name, value: v})
+			toks := FoldValue(v)
+			if !indexableValue(toks) {
+				continue
 			}
+			key := strings.Join(toks, " ")
+			if seen[f.Name+"\x00"+key] {
+				continue
+			}
+			seen[f.Name+"\x00"+key] = true
+			out = append(out, ValuePosting{Dataset: d.Name, Field: f.Name, Value: v, Key: key})
+		}
+	}
+	return out
+}
+
+// ValueIndex finds the values a question mentions (Match). MemoryCatalog
+// keeps one per scope, rebuilt on the first search after a change;
+// kb/neo4j builds one per search from the postings its database returns.
+type ValueIndex struct {
+	postings []ValuePosting
+	toks     [][]string
+	// byFirst lists, per first word, the postings starting with it.
+	byFirst map[string][]int32
+	holding func(key string) int
+	n       int
+}
+
+// NewValueIndex indexes postings, ordered by dataset name then in
+// IndexedValues order (any superset of the postings whose first word a
+// question uses gives that question's full result). datasets is how many
+// datasets the scope holds and holding(key) how many of them hold key:
+// they weigh a match (see Match).
+func NewValueIndex(postings []ValuePosting, datasets int, holding func(key string) int) *ValueIndex {
+	vi := &ValueIndex{postings: postings, toks: make([][]string, len(postings)), byFirst: map[string][]int32{}, holding: holding, n: datasets}
+	for i, p := range postings {
+		vi.toks[i] = strings.Fields(p.Key)
+		if len(vi.toks[i]) > 0 {
+			vi.byFirst[vi.toks[i][0]] = append(vi.byFirst[vi.toks[i][0]], int32(i))
 		}
 	}
 	return vi
 }
 
-// valueHits are the values a question mentions, per dataset.
-type valueHits struct {
-	ranked  []Ranked
-	matches map[string][]ValueMatch
+// buildValueIndex indexes the values of the named datasets' fields
+// (names sorted, so the postings are in a deterministic order), at most
+// maxPerField per field, never a Sensitive field's.
+func buildValueIndex(names []string, ds func(string) domain.Dataset, maxPerField int) *ValueIndex {
+	var postings []ValuePosting
+	df := map[string]int{}
+	for _, name := range names {
+		vs := IndexedValues(ds(name), maxPerField)
+		seen := map[string]bool{}
+		for _, p := range vs {
+			if !seen[p.Key] {
+				seen[p.Key] = true
+				df[p.Key]++
+			}
+		}
+		postings = append(postings, vs...)
+	}
+	return NewValueIndex(postings, len(names), func(key string) int { return df[key] })
 }
 
-// match finds every indexed value whose words appear, consecutive and
+// Match finds every indexed value whose words appear, consecutive and
 // in order, among the question's (FoldValue) words. A dataset scores
-// the sum over the distinct values it holds of words × ln(1+N/df): long
-// values and values few datasets hold count most. Datasets are ranked
-// by score, ties by name; each dataset's matches keep the order in which
-// the question mentions them (then the dataset's field order), each once.
-func (vi *valueIndex) match(q string) valueHits {
-	out := valueHits{matches: map[string][]ValueMatch{}}
+// the sum over the distinct values it holds of words × ln(1+N/df) (N
+// datasets, df holding the value): long values and values few datasets
+// hold count most. ranked lists the datasets by score, ties by name;
+// matches[dataset] keeps the order in which the question mentions them
+// (then the dataset's field order), each once.
+func (vi *ValueIndex) Match(q string) (ranked []Ranked, matches map[string][]ValueMatch) {
+	matches = map[string][]ValueMatch{}
 	if vi == nil || len(vi.postings) == 0 {
-		return out
+		return nil, matches
 	}
 	toks := FoldValue(q)
 	score := map[string]float64{}
@@ -151,34 +179,34 @@ func (vi *valueIndex) match(q string) valueHits {
 	var order []string
 	for i, t := range toks {
 		for _, pi := range vi.byFirst[t] {
-			p := &vi.postings[pi]
-			if len(p.toks) > len(toks)-i || !prefixOf(p.toks, toks[i:]) {
+			p, pt := &vi.postings[pi], vi.toks[pi]
+			if len(pt) > len(toks)-i || !prefixOf(pt, toks[i:]) {
 				continue
 			}
-			if _, ok := score[p.dataset]; !ok {
-				order = append(order, p.dataset)
-				score[p.dataset] = 0
+			if _, ok := score[p.Dataset]; !ok {
+				order = append(order, p.Dataset)
+				score[p.Dataset] = 0
 			}
-			if k := p.dataset + "\x00" + p.field + "\x00" + p.key; !counted[k] {
+			if k := p.Dataset + "\x00" + p.Field + "\x00" + p.Key; !counted[k] {
 				counted[k] = true
-				out.matches[p.dataset] = append(out.matches[p.dataset], ValueMatch{Field: p.field, Value: p.value})
+				matches[p.Dataset] = append(matches[p.Dataset], ValueMatch{Field: p.Field, Value: p.Value})
 			}
-			if k := p.dataset + "\x00" + p.key; !counted[k] {
+			if k := p.Dataset + "\x00" + p.Key; !counted[k] {
 				counted[k] = true
-				score[p.dataset] += float64(len(p.toks)) * math.Log(1+float64(vi.n)/float64(vi.df[p.key]))
+				score[p.Dataset] += float64(len(pt)) * math.Log(1+float64(vi.n)/float64(max(vi.holding(p.Key), 1)))
 			}
 		}
 	}
 	for _, d := range order {
-		out.ranked = append(out.ranked, Ranked{Name: d, Score: score[d]})
+		ranked = append(ranked, Ranked{Name: d, Score: score[d]})
 	}
-	sort.Slice(out.ranked, func(i, j int) bool {
-		if out.ranked[i].Score != out.ranked[j].Score {
-			return out.ranked[i].Score > out.ranked[j].Score
+	sort.Slice(ranked, func(i, j int) bool {
+		if ranked[i].Score != ranked[j].Score {
+			return ranked[i].Score > ranked[j].Score
 		}
-		return out.ranked[i].Name < out.ranked[j].Name
+		return ranked[i].Name < ranked[j].Name
 	})
-	return out
+	return ranked, matches
 }
 
 func prefixOf(p, s []string) bool {

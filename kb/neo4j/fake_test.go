@@ -7,8 +7,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // fakeDB simulates, in Go, exactly the Cypher statements this package
@@ -38,12 +40,15 @@ type fakeNode struct {
 	props     map[string]any
 	embedding []float64
 	fields    []map[string]any
+	values    []map[string]any
 }
 
 type fakeJoin struct {
 	tenant, ontology, from, to, key string
 	fromCols, toCols                []string
-	desc                            string
+	desc, cardinality               string
+	inferred                        bool
+	confidence                      float64
 }
 
 func newFakeDB() *fakeDB {
@@ -79,8 +84,8 @@ type fakeTx struct {
 }
 
 var writeStatements = map[string]bool{
-	cypherConstraint: true, cypherVectorIdx: true, cypherFulltextIdx: true, cypherUpsert: true,
-	cypherReplaceFields: true, cypherUnlink: true, cypherLink: true, cypherDelete: true, cypherSetEmbeddings: true,
+	cypherConstraint: true, cypherVectorIdx: true, cypherFulltextIdx: true, cypherValueFirstIdx: true, cypherValueKeyIdx: true,
+	cypherUpsert: true, cypherReplaceFields: true, cypherReplaceValues: true, cypherUnlink: true, cypherLink: true, cypherDelete: true, cypherSetEmbeddings: true,
 }
 
 func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) ([]Record, error) {
@@ -99,7 +104,7 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 	key := func(name string) fakeKey { return fakeKey{tenant, ontology, name} }
 	names, _ := params["names"].([]string)
 	switch cypher {
-	case cypherConstraint, cypherFulltextIdx:
+	case cypherConstraint, cypherFulltextIdx, cypherValueFirstIdx, cypherValueKeyIdx:
 		f.schema[cypher] = params
 		return nil, nil
 	case cypherVectorIdx:
@@ -123,7 +128,8 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 				nd = &fakeNode{props: map[string]any{}}
 				f.nodes[k] = nd
 			}
-			for _, p := range []string{"source", "kind", "description", "yaml", "definition", "search_name", "search_text", "hash", "join_targets"} {
+			for _, p := range []string{"source", "kind", "description", "yaml", "definition", "search_name", "search_text", "hash", "join_targets",
+				"database", "schema", "synonyms", "search_synonyms", "search_location"} {
 				nd.props[p] = row[p]
 			}
 			if !row["keep_embedding"].(bool) {
@@ -139,6 +145,38 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 			}
 		}
 		return nil, nil
+	case cypherReplaceValues:
+		for _, row := range params["rows"].([]map[string]any) {
+			if nd := f.nodes[key(row["name"].(string))]; nd != nil {
+				nd.values = row["values"].([]map[string]any)
+			}
+		}
+		return nil, nil
+	case cypherValueCandidates:
+		words, _ := params["words"].([]string)
+		var out []Record
+		for _, k := range f.sortedKeys(tenant, ontology) {
+			for _, v := range f.nodes[k].values {
+				if slices.Contains(words, v["first"].(string)) {
+					out = append(out, Record{"dataset": k.name, "field": v["field"], "value": v["value"], "key": v["key"], "position": int64(v["position"].(int))})
+				}
+			}
+		}
+		return out, nil
+	case cypherValueHolding:
+		keys, _ := params["keys"].([]string)
+		all := f.sortedKeys(tenant, ontology)
+		var out []Record
+		for _, vk := range keys {
+			n := 0
+			for _, k := range all {
+				if slices.ContainsFunc(f.nodes[k].values, func(v map[string]any) bool { return v["key"] == vk }) {
+					n++
+				}
+			}
+			out = append(out, Record{"datasets": int64(len(all)), "key": vk, "holding": int64(n)})
+		}
+		return out, nil
 	case cypherUnlink:
 		f.joins = slices.DeleteFunc(f.joins, func(j fakeJoin) bool {
 			return j.tenant == tenant && j.ontology == ontology && slices.Contains(names, j.from)
@@ -162,7 +200,8 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 				continue
 			}
 			j := fakeJoin{tenant: tenant, ontology: ontology, from: from, to: to, key: lk,
-				fromCols: l["from_columns"].([]string), toCols: l["to_columns"].([]string), desc: l["description"].(string)}
+				fromCols: l["from_columns"].([]string), toCols: l["to_columns"].([]string), desc: l["description"].(string),
+				cardinality: l["cardinality"].(string), inferred: l["inferred"].(bool), confidence: l["confidence"].(float64)}
 			i := slices.IndexFunc(f.joins, func(x fakeJoin) bool {
 				return x.tenant == tenant && x.ontology == ontology && x.from == from && x.to == to && x.key == lk
 			})
@@ -202,7 +241,8 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 		var out []Record
 		for _, j := range f.joins {
 			if j.tenant == tenant && j.ontology == ontology && (slices.Contains(names, j.from) || slices.Contains(names, j.to)) {
-				out = append(out, Record{"from": j.from, "to": j.to, "from_columns": toAny(j.fromCols), "to_columns": toAny(j.toCols), "description": j.desc})
+				out = append(out, Record{"from": j.from, "to": j.to, "from_columns": toAny(j.fromCols), "to_columns": toAny(j.toCols), "description": j.desc,
+					"cardinality": j.cardinality, "inferred": j.inferred, "confidence": j.confidence})
 			}
 		}
 		return out, nil
@@ -217,16 +257,18 @@ func (t *fakeTx) Run(ctx context.Context, cypher string, params map[string]any) 
 		}
 		return f.topScoped(all, params, tenant, ontology), nil
 	case cypherFulltextSearch:
-		terms := strings.Split(params["query"].(string), " OR ")
+		clauses, err := parseClauses(params["query"].(string))
+		if err != nil {
+			return nil, err
+		}
 		var all []Record
 		for k, nd := range f.nodes {
-			name := strings.Fields(nd.props["search_name"].(string))
 			text := strings.Fields(nd.props["search_text"].(string))
 			score := 0.0
-			for _, t := range terms {
-				c := 2*count(name, t) + count(text, t)
+			for _, cl := range clauses {
+				c := count(strings.Fields(nd.props[cl.field].(string)), cl.term)
 				if c > 0 {
-					score += float64(c) / math.Sqrt(float64(len(text)+1)) * f.idf(t)
+					score += cl.boost * float64(c) / math.Sqrt(float64(len(text)+1)) * f.idf(cl.term)
 				}
 			}
 			if score > 0 {
@@ -275,10 +317,36 @@ func (f *fakeDB) topScoped(all []Record, params map[string]any, tenant, ontology
 	return out
 }
 
+// fulltextFields are the properties of the full-text index.
+var fulltextFields = []string{"search_name", "search_text", "search_synonyms", "search_location"}
+
+type clause struct {
+	field, term string
+	boost       float64
+}
+
+// parseClauses reads the Lucene queries this package writes:
+// field:term^boost clauses joined by " OR ". Anything else (an unknown
+// field, a term with syntax characters, a missing boost) is an error, as
+// a query Lucene would misread must fail the test.
+func parseClauses(q string) ([]clause, error) {
+	var out []clause
+	for _, c := range strings.Split(q, " OR ") {
+		field, rest, ok1 := strings.Cut(c, ":")
+		term, boost, ok2 := strings.Cut(rest, "^")
+		b, err := strconv.ParseFloat(boost, 64)
+		if !ok1 || !ok2 || err != nil || b <= 0 || !slices.Contains(fulltextFields, field) || strings.ContainsFunc(term, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			return nil, fmt.Errorf("fake neo4j: unexpected full-text clause %q in %q", c, q)
+		}
+		out = append(out, clause{field, term, b})
+	}
+	return out, nil
+}
+
 func (f *fakeDB) idf(term string) float64 {
 	df := 0
 	for _, nd := range f.nodes {
-		if count(strings.Fields(nd.props["search_text"].(string)), term) > 0 || count(strings.Fields(nd.props["search_name"].(string)), term) > 0 {
+		if slices.ContainsFunc(fulltextFields, func(p string) bool { return count(strings.Fields(nd.props[p].(string)), term) > 0 }) {
 			df++
 		}
 	}

@@ -3,10 +3,12 @@ package neo4j
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
@@ -44,6 +46,12 @@ func TestEveryQueryIsScoped(t *testing.T) {
 	if _, err := c.Search(ctx, scope, "revenue per customer", 5); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Put(ctx, scope, dset("inv.stock_levels", "Stock.", fv("site", "Rotterdam", "Hamburg"))); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := c.Search(ctx, scope, "stock in Hamburg", 5); err != nil || len(hits[0].MatchedValues) != 1 { // value path
+		t.Fatalf("value search = %+v, %v", hits, err)
+	}
 	if _, err := c.Search(ctx, scope, "zzz", 5); err != nil { // fallback path
 		t.Fatal(err)
 	}
@@ -56,7 +64,7 @@ func TestEveryQueryIsScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	schema := map[string]bool{cypherConstraint: true, cypherVectorIdx: true, cypherFulltextIdx: true}
+	schema := map[string]bool{cypherConstraint: true, cypherVectorIdx: true, cypherFulltextIdx: true, cypherValueFirstIdx: true, cypherValueKeyIdx: true}
 	seen := map[string]bool{}
 	for _, call := range db.recorded() {
 		seen[call.Cypher] = true
@@ -79,7 +87,8 @@ func TestEveryQueryIsScoped(t *testing.T) {
 			t.Errorf("statement in a %s transaction: %s", map[bool]string{true: "write", false: "read"}[call.Write], call.Cypher)
 		}
 	}
-	for _, q := range []string{cypherVectorSearch, cypherFulltextSearch, cypherRelationships, cypherList, cypherDatasets, cypherDelete, cypherUpsert, cypherReplaceFields, cypherLink, cypherMissingEmbeddings} {
+	for _, q := range []string{cypherVectorSearch, cypherFulltextSearch, cypherRelationships, cypherList, cypherDatasets, cypherDelete, cypherUpsert,
+		cypherReplaceFields, cypherReplaceValues, cypherLink, cypherMissingEmbeddings, cypherValueCandidates, cypherValueHolding, cypherValueFirstIdx, cypherValueKeyIdx} {
 		if !seen[q] {
 			t.Errorf("statement never exercised: %s", q)
 		}
@@ -247,4 +256,43 @@ func wipe(t *testing.T, c *Catalog) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestIntegrationFeatures runs the issue-15 feature cases against a real
+// Neo4j 5 when NEO4J_URI is set: each case in a tenant of its own,
+// removed afterwards.
+func TestIntegrationFeatures(t *testing.T) {
+	uri := os.Getenv("NEO4J_URI")
+	if uri == "" {
+		t.Skip("NEO4J_URI not set; skipping the Neo4j integration test")
+	}
+	d, err := driver.NewDriverWithContext(uri, driver.BasicAuth(os.Getenv("NEO4J_USER"), os.Getenv("NEO4J_PASSWORD"), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	defer d.Close(ctx)
+	if err := d.VerifyConnectivity(ctx); err != nil {
+		t.Fatalf("connect to %s: %v", uri, err)
+	}
+	run := time.Now().UnixNano()
+	runFeatureTests(t, func(t *testing.T, opts Options) (*Catalog, kb.Scope) {
+		c := New(FromDriver(d, os.Getenv("NEO4J_DATABASE")), opts)
+		scope := kb.Scope{TenantID: fmt.Sprintf("features-%d-%d", run, scopeSeq.Add(1)), Ontology: "o"}
+		t.Cleanup(func() {
+			ds, err := c.List(ctx, scope)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			names := make([]string, len(ds))
+			for i, d := range ds {
+				names[i] = d.Name
+			}
+			if err := c.Delete(ctx, scope, names...); err != nil {
+				t.Error(err)
+			}
+		})
+		return c, scope
+	})
 }
