@@ -298,7 +298,12 @@ func canonRecipe(r Recipe) (Recipe, error) {
 func renderRecipe(r Recipe) (string, error) {
 	var b strings.Builder
 	b.WriteString("Recipe")
-	if r.Successes > 0 {
+	switch {
+	case r.Verified && r.Successes > 0:
+		fmt.Fprintf(&b, " (verified query, worked %d times)", r.Successes)
+	case r.Verified:
+		b.WriteString(" (verified query)")
+	case r.Successes > 0:
 		fmt.Fprintf(&b, " (worked %d times)", r.Successes)
 	}
 	b.WriteString(": ")

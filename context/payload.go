@@ -67,6 +67,11 @@ type Recipe struct {
 	// Successes counts the times the recipe was marked good.
 	Successes int      `json:"successes,omitempty"`
 	Datasets  []string `json:"datasets,omitempty"`
+	// Verified marks a query the host checked (kb/recipes
+	// Recipe.Verified); the block then reads "Recipe (verified query,
+	// ...)". Unverified recipes render and hash exactly as before the
+	// field existed.
+	Verified bool `json:"verified,omitempty"`
 }
 
 // State is the payload of state blocks (codec "state"): what the user sees

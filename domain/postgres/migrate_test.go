@@ -195,7 +195,7 @@ func TestMigrationsFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"0001_init.sql", "0002_runs_results_content.sql", "0003_recipes.sql", "0004_costs.sql",
-		"0005_datasources.sql", "0006_audit.sql", "0007_quotas.sql"}
+		"0005_datasources.sql", "0006_audit.sql", "0007_quotas.sql", "0008_recipes_verified.sql"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("Migrations() holds %v, want %v", names, want)
 	}

@@ -36,9 +36,15 @@ type Recipe struct {
 	SQL []string `json:"sql"`
 	// SuccessCount counts the approvals: 1 when saved, plus one per later
 	// save of the same question on the same schema and per RecordSuccess.
-	SuccessCount int       `json:"success_count"`
-	CreatedAt    time.Time `json:"created_at"`
-	LastUsedAt   time.Time `json:"last_used_at"`
+	SuccessCount int `json:"success_count"`
+	// Verified marks a recipe the host checked (a verified query). Among
+	// the recipes relevant to a question (see Query.VerifiedMinSimilarity)
+	// verified ones rank first, within the same schema-match group (see
+	// Rank). It is set by saving with NewRecipe.Verified or by SetVerified;
+	// a later save without the mark keeps it.
+	Verified   bool      `json:"verified,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
 }
 
 func (r *Recipe) clone() Recipe {
@@ -55,6 +61,10 @@ type NewRecipe struct {
 	Question string
 	SQL      []string
 	Datasets []domain.Dataset
+	// Verified marks the recipe as a verified query (see Recipe.Verified).
+	// Saving an existing recipe with Verified true marks it verified;
+	// with false it keeps the mark it had (unmark with SetVerified).
+	Verified bool
 }
 
 // Limits on a NewRecipe.
@@ -157,7 +167,9 @@ func recipeKey(fingerprint, question string) string {
 // answer good, or approved the save_recipe tool). Saving the same question
 // (ignoring case, spaces and punctuation) on the same schema again
 // updates the existing recipe: its SQL is replaced, its success count
-// incremented. It returns the stored recipe, or a *domain.ValidationError.
+// incremented, and it becomes verified when n.Verified is set (a save
+// without Verified never clears an earlier mark; SetVerified does). It
+// returns the stored recipe, or a *domain.ValidationError.
 func (m *Memory) SaveRecipe(ctx context.Context, scope kb.Scope, n NewRecipe) (Recipe, error) {
 	if err := scope.Validate(); err != nil {
 		return Recipe{}, err
@@ -183,6 +195,7 @@ func (m *Memory) SaveRecipe(ctx context.Context, scope kb.Scope, n NewRecipe) (R
 		r.SQL = slices.Clone(n.SQL)
 		r.SuccessCount++
 		r.LastUsedAt = now
+		r.Verified = r.Verified || n.Verified
 		if vec != nil {
 			r.Embedding = vec
 		}
@@ -191,7 +204,7 @@ func (m *Memory) SaveRecipe(ctx context.Context, scope kb.Scope, n NewRecipe) (R
 	}
 	r := &Recipe{
 		ID: domain.NewID(), Fingerprint: fp, Question: question, Embedding: vec,
-		Datasets: names, SQL: slices.Clone(n.SQL), SuccessCount: 1, CreatedAt: now, LastUsedAt: now,
+		Datasets: names, SQL: slices.Clone(n.SQL), SuccessCount: 1, Verified: n.Verified, CreatedAt: now, LastUsedAt: now,
 	}
 	el := s.lru.PushFront(r)
 	s.byID[r.ID] = el
@@ -234,7 +247,20 @@ type Query struct {
 	// RequireSchemaMatch drops recipes whose schema changed or whose
 	// datasets are not all in Datasets.
 	RequireSchemaMatch bool
+	// VerifiedMinSimilarity is how similar a verified recipe must be to
+	// the question (and at least MinSimilarity) to rank before the
+	// unverified recipes of its schema-match group; a less similar one
+	// ranks like any other recipe, so an unrelated verified recipe is
+	// never pushed ahead. 0 means DefaultVerifiedMinSimilarity; above 1
+	// turns the preference off; negative is invalid.
+	VerifiedMinSimilarity float64
 }
+
+// DefaultVerifiedMinSimilarity is Query.VerifiedMinSimilarity when it is
+// zero. With an embedder, reworded questions score about 0.45 to 0.8 and
+// unrelated ones below 0.25; with word overlap (no embedder) the same
+// bar asks for about a third of the words in common.
+const DefaultVerifiedMinSimilarity = 0.35
 
 // Match is one recalled recipe.
 type Match struct {
@@ -248,10 +274,12 @@ type Match struct {
 	SchemaMatch bool `json:"schema_match"`
 }
 
-// Recall returns the best K recipes of scope for q: schema matches first,
-// then by similarity (ties: more successes, then more recently used, then
-// by question text, fingerprint and id, so equal recipes always come back
-// in the same order). The
+// Recall returns the best K recipes of scope for q (see Rank): schema
+// matches first; within each group, verified recipes similar enough to
+// the question (Query.VerifiedMinSimilarity) first; then by similarity
+// (ties: more successes, then more recently used, then by question text,
+// fingerprint and id, so equal recipes always come back in the same
+// order). The
 // returned recipes count as used: they move to the front of the
 // eviction order and their LastUsedAt is updated.
 func (m *Memory) Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, error) {
@@ -312,6 +340,16 @@ func (m *Memory) RecordSuccess(ctx context.Context, scope kb.Scope, id string) (
 		r.SuccessCount++
 		r.LastUsedAt = m.now()
 		s.lru.MoveToFront(el)
+	})
+}
+
+// SetVerified marks the recipe with this id in scope as verified, or
+// clears the mark, and returns it; an id not in scope (also another
+// scope's) yields an error matching domain.ErrNotFound. It does not count
+// as a use: LastUsedAt, the success count and the eviction order stay.
+func (m *Memory) SetVerified(ctx context.Context, scope kb.Scope, id string, verified bool) (Recipe, error) {
+	return m.update(ctx, scope, id, func(_ *scopeRecipes, el *list.Element) {
+		el.Value.(*Recipe).Verified = verified
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -18,13 +19,18 @@ import (
 type Store interface {
 	// SaveRecipe stores a recipe the host approved; saving the same
 	// question (ignoring case, spaces and punctuation) on the same schema
-	// again updates it (SQL replaced, success count incremented).
+	// again updates it (SQL replaced, success count incremented, verified
+	// if n.Verified; a save without Verified keeps an earlier mark).
 	SaveRecipe(ctx context.Context, scope kb.Scope, n NewRecipe) (Recipe, error)
 	// Recall returns the best Query.K recipes of scope (see Rank) and
 	// counts them as used.
 	Recall(ctx context.Context, scope kb.Scope, q Query) ([]Match, error)
 	// RecordSuccess counts another successful use and marks it used.
 	RecordSuccess(ctx context.Context, scope kb.Scope, id string) (Recipe, error)
+	// SetVerified marks a recipe of scope verified (or clears the mark)
+	// without counting a use; another scope's id yields
+	// domain.ErrNotFound.
+	SetVerified(ctx context.Context, scope kb.Scope, id string, verified bool) (Recipe, error)
 	// Get returns a recipe of scope without counting a use; another
 	// scope's id yields domain.ErrNotFound.
 	Get(ctx context.Context, scope kb.Scope, id string) (Recipe, error)
@@ -59,14 +65,26 @@ func (n NewRecipe) DatasetNames() []string {
 // digits) joined by single spaces.
 func QuestionKey(question string) string { return strings.Join(words(question), " ") }
 
-// Normalize validates q and fills its defaults: a negative K yields a
-// *domain.ValidationError, 0 becomes DefaultK.
+// Normalize validates q and fills its defaults: a negative K or
+// VerifiedMinSimilarity yields a *domain.ValidationError naming them; K 0
+// becomes DefaultK and VerifiedMinSimilarity 0 becomes
+// DefaultVerifiedMinSimilarity.
 func (q Query) Normalize() (Query, error) {
+	ve := &domain.ValidationError{}
 	if q.K < 0 {
-		return q, domain.Invalid("query.k", "must not be negative")
+		ve.Add("query.k", "must not be negative")
+	}
+	if q.VerifiedMinSimilarity < 0 || math.IsNaN(q.VerifiedMinSimilarity) {
+		ve.Add("query.verified_min_similarity", "must not be negative (0 means the default, above 1 turns the verified preference off)")
+	}
+	if err := ve.Err(); err != nil {
+		return q, err
 	}
 	if q.K == 0 {
 		q.K = DefaultK
+	}
+	if q.VerifiedMinSimilarity == 0 {
+		q.VerifiedMinSimilarity = DefaultVerifiedMinSimilarity
 	}
 	return q, nil
 }
@@ -91,22 +109,40 @@ type Ranked struct {
 	Recipe      *Recipe
 	Similarity  float64
 	SchemaMatch bool
+	// VerifiedFirst reports that the recipe is verified and similar
+	// enough to the question (Query.VerifiedMinSimilarity) to rank before
+	// the unverified recipes of its schema-match group.
+	VerifiedFirst bool
 }
 
 // Rank is Recall's ranking, shared by every Store: of rs, keep the
 // recipes that pass q's filters (RequireSchemaMatch, MinSimilarity) and
-// return the best q.K of them (q normalized; K 0 means DefaultK): schema
-// matches first, then by similarity (cosine of questionVec, the
+// return the best q.K of them (K 0 means DefaultK, VerifiedMinSimilarity
+// 0 DefaultVerifiedMinSimilarity): schema matches first; then verified
+// recipes whose similarity reaches VerifiedMinSimilarity (and
+// MinSimilarity); then by similarity (cosine of questionVec, the
 // embedding of q.Question, with the recipe's embedding when both exist
 // with the same length, otherwise the word overlap of the questions),
 // then more successes, more recent use, and question text, fingerprint
 // and id, so equal recipes always come back in the same order whatever
 // the order of rs.
+//
+// The schema rule comes before the verified one: a verified recipe whose
+// schema changed since it was saved (or whose datasets are not all in
+// q.Datasets) ranks after every schema match, like any stale recipe, and
+// RequireSchemaMatch drops it; among the stale recipes, relevant verified
+// ones still come first. A verified recipe not similar enough to the
+// question gets no preference at all.
 func Rank(q Query, questionVec []float32, rs []*Recipe) []Ranked {
 	k := q.K
 	if k <= 0 {
 		k = DefaultK
 	}
+	verifiedMin := q.VerifiedMinSimilarity
+	if verifiedMin == 0 {
+		verifiedMin = DefaultVerifiedMinSimilarity
+	}
+	verifiedMin = max(verifiedMin, q.MinSimilarity)
 	qWords := words(q.Question)
 	current := map[string]domain.Dataset{}
 	for _, d := range q.Datasets {
@@ -145,12 +181,14 @@ func Rank(q Query, questionVec []float32, rs []*Recipe) []Ranked {
 		if c.Similarity < q.MinSimilarity {
 			continue
 		}
+		c.VerifiedFirst = r.Verified && c.Similarity >= verifiedMin
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b Ranked) int {
 		ra, rb := a.Recipe, b.Recipe
 		return cmp.Or(
 			-cmpBool(a.SchemaMatch, b.SchemaMatch),
+			-cmpBool(a.VerifiedFirst, b.VerifiedFirst),
 			-cmp.Compare(a.Similarity, b.Similarity),
 			-cmp.Compare(ra.SuccessCount, rb.SuccessCount),
 			-ra.LastUsedAt.Compare(rb.LastUsedAt),

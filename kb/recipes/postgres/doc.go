@@ -14,6 +14,16 @@
 // transaction-scoped advisory lock, which keeps the least-recently-used
 // order exact when several processes save and recall at once.
 //
+// The verified mark (recipes.Recipe.Verified) is the column verified
+// (boolean NOT NULL DEFAULT false). A table created before it existed is
+// upgraded on a Store's first call: when the column is missing, the store
+// adds it (ALTER TABLE ... ADD COLUMN IF NOT EXISTS, so existing recipes
+// read as unverified and several processes may upgrade at once); a table
+// that has it is only inspected. The upgrade needs the right to alter the
+// table; a store whose role lacks it fails with an error naming the
+// table until the column exists. A schema that was never migrated yields
+// an error saying to run domain/postgres.Migrate.
+//
 // New takes the host's pool; the store never opens connections of its
 // own.
 package postgres

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bichat-go/bichat/domain"
@@ -38,6 +39,9 @@ type Store struct {
 	table    string
 	capacity int
 	now      func() time.Time
+
+	upgradeMu sync.Mutex
+	upgraded  bool
 }
 
 var _ recipes.Store = (*Store)(nil)
@@ -68,11 +72,11 @@ func New(pool *pgxpool.Pool, e kb.Embedder, opts Options) (*Store, error) {
 		table: pgx.Identifier{opts.Schema, "recipes"}.Sanitize(), capacity: opts.Capacity, now: opts.Now}, nil
 }
 
-const cols = `id, fingerprint, question, embedding, datasets, statements, success_count, created_at, last_used_at`
+const cols = `id, fingerprint, question, embedding, datasets, statements, success_count, verified, created_at, last_used_at`
 
 func scanRecipe(row pgx.Row) (recipes.Recipe, error) {
 	var r recipes.Recipe
-	err := row.Scan(&r.ID, &r.Fingerprint, &r.Question, &r.Embedding, &r.Datasets, &r.SQL, &r.SuccessCount, &r.CreatedAt, &r.LastUsedAt)
+	err := row.Scan(&r.ID, &r.Fingerprint, &r.Question, &r.Embedding, &r.Datasets, &r.SQL, &r.SuccessCount, &r.Verified, &r.CreatedAt, &r.LastUsedAt)
 	if len(r.Embedding) == 0 {
 		r.Embedding = nil
 	}
@@ -80,6 +84,51 @@ func scanRecipe(row pgx.Row) (recipes.Recipe, error) {
 }
 
 func (s *Store) q(stmt string) string { return strings.ReplaceAll(stmt, "{T}", s.table) }
+
+// upgrade brings a recipes table created before the verified column
+// existed (domain/postgres migration 3) up to date, once per Store: when
+// the column is missing it adds it (boolean, NOT NULL, default false, so
+// existing recipes are unverified). A table that has it is left alone
+// without taking any lock; a failure is retried on the next call.
+// Several processes upgrading at once is safe (ADD COLUMN IF NOT EXISTS).
+func (s *Store) upgrade(ctx context.Context) error {
+	s.upgradeMu.Lock()
+	defer s.upgradeMu.Unlock()
+	if s.upgraded {
+		return nil
+	}
+	var table *string
+	var has bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1)::text, EXISTS (SELECT 1 FROM pg_attribute
+			WHERE attrelid = to_regclass($1) AND attname = 'verified' AND NOT attisdropped)`, s.table).Scan(&table, &has); err != nil {
+		return fmt.Errorf("inspect %s: %w", s.table, err)
+	}
+	if table == nil {
+		return fmt.Errorf("table %s does not exist: run domain/postgres.Migrate on schema %q first", s.table, s.schema)
+	}
+	if !has {
+		if _, err := s.pool.Exec(ctx, s.q(`ALTER TABLE {T} ADD COLUMN IF NOT EXISTS verified boolean NOT NULL DEFAULT false`)); err != nil {
+			return fmt.Errorf("add column verified to %s: %w", s.table, err)
+		}
+	}
+	s.upgraded = true
+	return nil
+}
+
+// begin validates scope, checks ctx and upgrades the table: the start of
+// every method.
+func (s *Store) begin(ctx context.Context, scope kb.Scope) error {
+	if err := scope.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.upgrade(ctx); err != nil {
+		return fmt.Errorf("recipes/postgres: %w", err)
+	}
+	return nil
+}
 
 // lock serialises the writes to one scope, across processes.
 func (s *Store) lock(ctx context.Context, tx pgx.Tx, scope kb.Scope) error {
@@ -131,7 +180,7 @@ func (s *Store) SaveRecipe(ctx context.Context, scope kb.Scope, n recipes.NewRec
 	if err := n.Validate(); err != nil {
 		return recipes.Recipe{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return recipes.Recipe{}, err
 	}
 	question := strings.TrimSpace(n.Question)
@@ -146,9 +195,9 @@ func (s *Store) SaveRecipe(ctx context.Context, scope kb.Scope, n recipes.NewRec
 		}
 		now := s.now()
 		out, err = scanRecipe(tx.QueryRow(ctx, s.q(`UPDATE {T} SET statements = $5, success_count = success_count + 1,
-				last_used_at = $6, used_seq = $7, embedding = coalesce($8, embedding)
+				last_used_at = $6, used_seq = $7, embedding = coalesce($8, embedding), verified = verified OR $9
 			WHERE tenant_id = $1 AND ontology = $2 AND fingerprint = $3 AND question_key = $4
-			RETURNING `+cols), scope.TenantID, scope.Ontology, fp, recipes.QuestionKey(question), n.SQL, now, use, embeddingArg(vec)))
+			RETURNING `+cols), scope.TenantID, scope.Ontology, fp, recipes.QuestionKey(question), n.SQL, now, use, embeddingArg(vec), n.Verified))
 		if err == nil {
 			return nil
 		}
@@ -156,7 +205,7 @@ func (s *Store) SaveRecipe(ctx context.Context, scope kb.Scope, n recipes.NewRec
 			return err
 		}
 		out = recipes.Recipe{ID: domain.NewID(), Fingerprint: fp, Question: question, Embedding: vec, Datasets: names,
-			SQL: slices.Clone(n.SQL), SuccessCount: 1, CreatedAt: now, LastUsedAt: now}
+			SQL: slices.Clone(n.SQL), SuccessCount: 1, Verified: n.Verified, CreatedAt: now, LastUsedAt: now}
 		if err := s.insert(ctx, tx, scope, out, use); err != nil {
 			return err
 		}
@@ -170,10 +219,10 @@ func (s *Store) SaveRecipe(ctx context.Context, scope kb.Scope, n recipes.NewRec
 
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, scope kb.Scope, r recipes.Recipe, use int64) error {
 	_, err := tx.Exec(ctx, s.q(`INSERT INTO {T} (tenant_id, ontology, id, fingerprint, question, question_key, embedding,
-			datasets, statements, success_count, created_at, last_used_at, used_seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`),
+			datasets, statements, success_count, verified, created_at, last_used_at, used_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`),
 		scope.TenantID, scope.Ontology, r.ID, r.Fingerprint, r.Question, recipes.QuestionKey(r.Question), embeddingArg(r.Embedding),
-		r.Datasets, r.SQL, r.SuccessCount, r.CreatedAt, r.LastUsedAt, use)
+		r.Datasets, r.SQL, r.SuccessCount, r.Verified, r.CreatedAt, r.LastUsedAt, use)
 	return err
 }
 
@@ -188,7 +237,7 @@ func (s *Store) Recall(ctx context.Context, scope kb.Scope, q recipes.Query) ([]
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return nil, err
 	}
 	var has bool
@@ -246,10 +295,7 @@ func notFound(id string) error { return fmt.Errorf("recipes: recipe %q: %w", id,
 
 // RecordSuccess implements recipes.Store.
 func (s *Store) RecordSuccess(ctx context.Context, scope kb.Scope, id string) (recipes.Recipe, error) {
-	if err := scope.Validate(); err != nil {
-		return recipes.Recipe{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return recipes.Recipe{}, err
 	}
 	var out recipes.Recipe
@@ -274,12 +320,26 @@ func (s *Store) RecordSuccess(ctx context.Context, scope kb.Scope, id string) (r
 	return out, nil
 }
 
-// Get implements recipes.Store; it does not count as a use.
-func (s *Store) Get(ctx context.Context, scope kb.Scope, id string) (recipes.Recipe, error) {
-	if err := scope.Validate(); err != nil {
+// SetVerified implements recipes.Store like recipes.Memory.SetVerified:
+// it sets or clears the verified mark without counting a use.
+func (s *Store) SetVerified(ctx context.Context, scope kb.Scope, id string, verified bool) (recipes.Recipe, error) {
+	if err := s.begin(ctx, scope); err != nil {
 		return recipes.Recipe{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	r, err := scanRecipe(s.pool.QueryRow(ctx, s.q(`UPDATE {T} SET verified = $4
+		WHERE tenant_id = $1 AND ontology = $2 AND id = $3 RETURNING `+cols), scope.TenantID, scope.Ontology, id, verified))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return recipes.Recipe{}, notFound(id)
+	}
+	if err != nil {
+		return recipes.Recipe{}, fmt.Errorf("recipes/postgres: set verified of %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// Get implements recipes.Store; it does not count as a use.
+func (s *Store) Get(ctx context.Context, scope kb.Scope, id string) (recipes.Recipe, error) {
+	if err := s.begin(ctx, scope); err != nil {
 		return recipes.Recipe{}, err
 	}
 	r, err := scanRecipe(s.pool.QueryRow(ctx, s.q(`SELECT `+cols+` FROM {T} WHERE tenant_id = $1 AND ontology = $2 AND id = $3`),
@@ -295,10 +355,7 @@ func (s *Store) Get(ctx context.Context, scope kb.Scope, id string) (recipes.Rec
 
 // Delete implements recipes.Store.
 func (s *Store) Delete(ctx context.Context, scope kb.Scope, id string) error {
-	if err := scope.Validate(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, s.q(`DELETE FROM {T} WHERE tenant_id = $1 AND ontology = $2 AND id = $3`),
@@ -314,10 +371,7 @@ func (s *Store) Delete(ctx context.Context, scope kb.Scope, id string) error {
 
 // List implements recipes.Store: most recently used first.
 func (s *Store) List(ctx context.Context, scope kb.Scope) ([]recipes.Recipe, error) {
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+cols+` FROM {T} WHERE tenant_id = $1 AND ontology = $2 ORDER BY used_seq DESC`),
@@ -348,7 +402,7 @@ func (s *Store) Restore(ctx context.Context, scope kb.Scope, rs []recipes.Recipe
 	if err := recipes.ValidateRestore(rs); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.begin(ctx, scope); err != nil {
 		return err
 	}
 	type entry struct {

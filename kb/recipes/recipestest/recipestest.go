@@ -37,6 +37,10 @@ func RunStoreTests(t *testing.T, newStore NewStore) {
 		{"ConcurrentUse", testConcurrentUse},
 		{"Restore", testRestore},
 		{"RecallTiesByContent", testTiesByContent},
+		{"VerifiedOnSave", testVerifiedOnSave},
+		{"SetVerified", testSetVerified},
+		{"VerifiedFirst", testVerifiedFirst},
+		{"VerifiedScopeIsolation", testVerifiedScopeIsolation},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -164,7 +168,7 @@ func sameRecipes(a, b []recipes.Recipe) bool {
 	for i := range a {
 		x, y := a[i], b[i]
 		if x.ID != y.ID || x.Fingerprint != y.Fingerprint || x.Question != y.Question || !slices.Equal(x.Embedding, y.Embedding) ||
-			!slices.Equal(x.Datasets, y.Datasets) || !slices.Equal(x.SQL, y.SQL) || x.SuccessCount != y.SuccessCount ||
+			!slices.Equal(x.Datasets, y.Datasets) || !slices.Equal(x.SQL, y.SQL) || x.SuccessCount != y.SuccessCount || x.Verified != y.Verified ||
 			!x.CreatedAt.Equal(y.CreatedAt) || !x.LastUsedAt.Equal(y.LastUsedAt) {
 			return false
 		}
@@ -433,9 +437,17 @@ func testRestore(t *testing.T, newStore NewStore) {
 	ctx := t.Context()
 	src := newWithClock(t, newStore, &wordEmbedder{dims: 32}, 0)
 	for _, q := range []string{"one", "two", "three", "four"} {
-		Save(t, src, scopeA, q+" question", "SELECT "+q, Orders())
+		r := Save(t, src, scopeA, q+" question", "SELECT "+q, Orders())
+		if q == "three" {
+			if _, err := src.SetVerified(ctx, scopeA, r.ID, true); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	saved, _ := src.List(ctx, scopeA) // most recent first: four, three, two, one
+	if !saved[1].Verified || saved[0].Verified {
+		t.Fatalf("verified marks before restore: %+v", saved)
+	}
 	// Restore into a fresh store with room for three: the least recently
 	// used ("one") is dropped, order and fields survive.
 	dst := newWithClock(t, newStore, &wordEmbedder{dims: 32}, 3)
@@ -447,8 +459,8 @@ func testRestore(t *testing.T, newStore NewStore) {
 	if !sameRecipes(got, saved[:3]) {
 		t.Errorf("restored:\n%v\nwant\n%v", got, saved[:3])
 	}
-	m, err := dst.Recall(ctx, scopeA, recipes.Query{Question: "four question", Datasets: []domain.Dataset{Orders()}, K: 1})
-	if err != nil || len(m) != 1 || m[0].Recipe.ID != saved[0].ID || !m[0].SchemaMatch {
+	m, err := dst.Recall(ctx, scopeA, recipes.Query{Question: "three question", Datasets: []domain.Dataset{Orders()}, K: 1})
+	if err != nil || len(m) != 1 || m[0].Recipe.ID != saved[1].ID || !m[0].SchemaMatch || !m[0].Recipe.Verified {
 		t.Errorf("recall after restore = %v, %v", m, err)
 	}
 	if r := Save(t, dst, scopeA, "four question", "SELECT 4", Orders()); r.ID != saved[0].ID || r.SuccessCount != 2 {
@@ -543,5 +555,213 @@ func testTiesByContent(t *testing.T, newStore NewStore) {
 				}
 			}
 		}
+	}
+}
+
+// SaveVerified is Save with the recipe marked verified.
+func SaveVerified(t *testing.T, m recipes.Store, scope kb.Scope, q string, sql string, ds ...domain.Dataset) recipes.Recipe {
+	t.Helper()
+	r, err := m.SaveRecipe(t.Context(), scope, recipes.NewRecipe{Question: q, SQL: []string{sql}, Datasets: ds, Verified: true})
+	if err != nil {
+		t.Fatalf("save verified %q: %v", q, err)
+	}
+	return r
+}
+
+// testVerifiedOnSave: NewRecipe.Verified is stored; a re-save with it
+// marks an existing recipe verified, a re-save without it keeps the mark,
+// and a recipe saved on a changed schema starts unverified.
+func testVerifiedOnSave(t *testing.T, newStore NewStore) {
+	m := newWithClock(t, newStore, &wordEmbedder{dims: 64}, 0)
+	ctx := t.Context()
+	plain := Save(t, m, scopeA, "revenue by region", "SELECT 1", Orders(), Customers())
+	checked := SaveVerified(t, m, scopeA, "orders per month", "SELECT 2", Orders())
+	if plain.Verified || !checked.Verified {
+		t.Fatalf("saved verified = %v and %v, want false and true", plain.Verified, checked.Verified)
+	}
+	if got, err := m.Get(ctx, scopeA, checked.ID); err != nil || !got.Verified {
+		t.Errorf("Get of the verified recipe = %+v, %v", got, err)
+	}
+	// Re-save without the mark: the earlier mark stays, the rest updates.
+	again := Save(t, m, scopeA, "Orders per month?", "SELECT 3", Orders())
+	if again.ID != checked.ID || !again.Verified || again.SuccessCount != 2 || again.SQL[0] != "SELECT 3" {
+		t.Errorf("re-save without Verified = %+v, want the same recipe, still verified, count 2", again)
+	}
+	// Re-save with the mark verifies an unverified recipe.
+	marked := SaveVerified(t, m, scopeA, "revenue by region", "SELECT 4", Orders(), Customers())
+	if marked.ID != plain.ID || !marked.Verified || marked.SuccessCount != 2 {
+		t.Errorf("re-save with Verified = %+v, want the same recipe, now verified", marked)
+	}
+	// The mark belongs to the schema it was given for.
+	changed := Orders()
+	changed.Fields[2].Name = "amount"
+	fresh := Save(t, m, scopeA, "orders per month", "SELECT 5", changed)
+	if fresh.ID == checked.ID || fresh.Verified {
+		t.Errorf("save on a changed schema = %+v, want a new, unverified recipe", fresh)
+	}
+	list, err := m.List(ctx, scopeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified := map[string]bool{}
+	for _, r := range list {
+		verified[r.ID] = r.Verified
+	}
+	if len(list) != 3 || !verified[plain.ID] || !verified[checked.ID] || verified[fresh.ID] {
+		t.Errorf("List verified marks = %v", verified)
+	}
+}
+
+// testSetVerified: SetVerified marks and unmarks without counting a use,
+// and only in the recipe's own scope.
+func testSetVerified(t *testing.T, newStore NewStore) {
+	m := newWithClock(t, newStore, &wordEmbedder{dims: 64}, 0)
+	ctx := t.Context()
+	first := Save(t, m, scopeA, "revenue by region", "SELECT 1", Orders(), Customers())
+	second := Save(t, m, scopeA, "orders per month", "SELECT 2", Orders())
+	got, err := m.SetVerified(ctx, scopeA, first.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Verified || got.ID != first.ID || got.SuccessCount != 1 || !got.LastUsedAt.Equal(first.LastUsedAt) || got.SQL[0] != "SELECT 1" {
+		t.Errorf("SetVerified(true) = %+v", got)
+	}
+	if g, _ := m.Get(ctx, scopeA, first.ID); !g.Verified {
+		t.Error("the mark was not stored")
+	}
+	// Not a use: the most recently used recipe is still the second one.
+	if list, _ := m.List(ctx, scopeA); len(list) != 2 || list[0].ID != second.ID {
+		t.Errorf("SetVerified changed the use order: %v", list)
+	}
+	// Idempotent, then cleared.
+	if g, err := m.SetVerified(ctx, scopeA, first.ID, true); err != nil || !g.Verified {
+		t.Errorf("second SetVerified(true) = %+v, %v", g, err)
+	}
+	if g, err := m.SetVerified(ctx, scopeA, first.ID, false); err != nil || g.Verified {
+		t.Errorf("SetVerified(false) = %+v, %v", g, err)
+	}
+	if g, _ := m.Get(ctx, scopeA, first.ID); g.Verified {
+		t.Error("the cleared mark was not stored")
+	}
+	if _, err := m.SetVerified(ctx, scopeA, domain.NewID(), true); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("SetVerified of an unknown id: %v, want ErrNotFound", err)
+	}
+	if _, err := m.SetVerified(ctx, kb.Scope{}, first.ID, true); !errors.Is(err, domain.ErrInvalid) {
+		t.Errorf("SetVerified with an empty scope: %v, want ErrInvalid", err)
+	}
+	// A deleted recipe cannot be marked.
+	if err := m.Delete(ctx, scopeA, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SetVerified(ctx, scopeA, second.ID, true); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("SetVerified of a deleted recipe: %v, want ErrNotFound", err)
+	}
+}
+
+// testVerifiedFirst: among the recipes relevant to the question, verified
+// ones come first, within their schema-match group; an unrelated verified
+// recipe gets no preference, and a stale verified one stays behind every
+// schema match. The same order with embeddings and with word overlap.
+func testVerifiedFirst(t *testing.T, newStore NewStore) {
+	ctx := t.Context()
+	changed := Orders()
+	changed.Fields[2].Type = "double precision"
+	for _, e := range []kb.Embedder{&wordEmbedder{dims: 256}, nil} {
+		m := newWithClock(t, newStore, e, 0)
+		const (
+			exact     = "revenue by region last quarter"        // unverified, schema match
+			close     = "revenue by region last year"           // verified, schema match, similar
+			unrelated = "top product categories by units"       // verified, schema match, unrelated
+			staleV    = "revenue by region in the last quarter" // verified, schema changed
+			staleU    = "revenue by region last quarter"        // unverified, schema changed
+		)
+		Save(t, m, scopeA, exact, "SELECT 1", Orders(), Customers())
+		SaveVerified(t, m, scopeA, close, "SELECT 2", Orders(), Customers())
+		SaveVerified(t, m, scopeA, unrelated, "SELECT 3", Products())
+		SaveVerified(t, m, scopeA, staleV, "SELECT 4", changed, Customers())
+		Save(t, m, scopeA, staleU, "SELECT 5", changed, Customers())
+		view := []domain.Dataset{Orders(), Customers(), Products()}
+		recall := func(q recipes.Query) []recipes.Match {
+			t.Helper()
+			q.Datasets = view
+			got, err := m.Recall(ctx, scopeA, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		got := recall(recipes.Query{Question: exact, K: 10})
+		want := []string{close, exact, unrelated, staleV, staleU}
+		if qs := Questions(got); !slices.Equal(qs, want) {
+			t.Fatalf("embedder %T: recall = %q, want %q", e, qs, want)
+		}
+		if !got[0].Recipe.Verified || got[1].Recipe.Verified || !got[0].SchemaMatch || got[3].SchemaMatch || !got[3].Recipe.Verified {
+			t.Errorf("embedder %T: matches %+v", e, got)
+		}
+		if got[0].Similarity >= got[1].Similarity {
+			t.Errorf("embedder %T: the verified recipe should win on the mark, not on similarity: %v", e, got)
+		}
+		// K cuts after the preference: the verified recipe takes the one slot.
+		if qs := Questions(recall(recipes.Query{Question: exact, K: 1})); !slices.Equal(qs, []string{close}) {
+			t.Errorf("embedder %T: K 1 = %q", e, qs)
+		}
+		if qs := Questions(recall(recipes.Query{Question: exact, K: 10, RequireSchemaMatch: true})); !slices.Equal(qs, []string{close, exact, unrelated}) {
+			t.Errorf("embedder %T: RequireSchemaMatch = %q", e, qs)
+		}
+		if qs := Questions(recall(recipes.Query{Question: exact, K: 10, MinSimilarity: 0.5})); !slices.Equal(qs, []string{close, exact, staleV, staleU}) {
+			t.Errorf("embedder %T: MinSimilarity 0.5 = %q", e, qs)
+		}
+		// Above 1 turns the preference off: plain similarity order.
+		if qs := Questions(recall(recipes.Query{Question: exact, K: 10, VerifiedMinSimilarity: 2})); !slices.Equal(qs, []string{exact, close, unrelated, staleU, staleV}) {
+			t.Errorf("embedder %T: VerifiedMinSimilarity 2 = %q", e, qs)
+		}
+		// A question the verified recipe barely shares a word with: the
+		// unverified, more similar recipe comes first.
+		if qs := Questions(recall(recipes.Query{Question: "quarter revenue", K: 2})); len(qs) != 2 || qs[0] != exact {
+			t.Errorf("embedder %T: a weakly related verified recipe was preferred: %q", e, qs)
+		}
+		// A question about products: the verified products recipe is first
+		// (it is relevant now), the revenue ones get no preference.
+		if qs := Questions(recall(recipes.Query{Question: "top product categories", K: 2})); len(qs) != 2 || qs[0] != unrelated || qs[1] == close {
+			t.Errorf("embedder %T: product question = %q", e, qs)
+		}
+		if _, err := m.Recall(ctx, scopeA, recipes.Query{Question: exact, VerifiedMinSimilarity: -0.1}); !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "verified_min_similarity") {
+			t.Errorf("negative VerifiedMinSimilarity: %v, want ErrInvalid naming it", err)
+		}
+	}
+}
+
+// testVerifiedScopeIsolation: a mark set in one scope neither shows nor
+// ranks in another, and another scope cannot set or clear it.
+func testVerifiedScopeIsolation(t *testing.T, newStore NewStore) {
+	m := newWithClock(t, newStore, &wordEmbedder{dims: 64}, 0)
+	ctx := t.Context()
+	a := SaveVerified(t, m, scopeA, "revenue by region", "SELECT a", Orders(), Customers())
+	b := Save(t, m, scopeB, "revenue by region", "SELECT b", Orders(), Customers())
+	if b.Verified || b.ID == a.ID {
+		t.Fatalf("scope B's save = %+v", b)
+	}
+	for _, s := range []kb.Scope{scopeB, {TenantID: "tenant-a", Ontology: "finance"}, {TenantID: "tenant-a"}} {
+		for _, v := range []bool{false, true} {
+			if _, err := m.SetVerified(ctx, s, a.ID, v); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("%s SetVerified(%s, %v) = %v, want ErrNotFound", s, a.ID, v, err)
+			}
+		}
+	}
+	if got, _ := m.Get(ctx, scopeA, a.ID); !got.Verified {
+		t.Error("another scope cleared the mark")
+	}
+	got, err := m.Recall(ctx, scopeB, recipes.Query{Question: "revenue by region", Datasets: []domain.Dataset{Orders(), Customers()}, K: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Recipe.ID != b.ID || got[0].Recipe.Verified {
+		t.Errorf("scope B recalls %+v", got)
+	}
+	if _, err := m.SetVerified(ctx, scopeB, b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Get(ctx, scopeA, a.ID); !got.Verified || got.SQL[0] != "SELECT a" {
+		t.Errorf("scope A's recipe after B's mark = %+v", got)
 	}
 }
