@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/spidertest"
 	"github.com/bichat-go/bichat/kb"
 	"github.com/bichat-go/bichat/kb/kbtest"
 )
@@ -608,7 +609,7 @@ func TestSpiderAblation(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("Spider ablation skipped in -short mode and under the race detector")
 	}
-	set := loadSpider(t)
+	set := spidertest.Load(t)
 	ctx := context.Background()
 	scope := kb.Scope{TenantID: "spider"}
 	var got [][]float64
@@ -619,11 +620,11 @@ func TestSpiderAblation(t *testing.T) {
 		{"no expansion", kb.CatalogOptions{ExpansionWeight: -1}},
 		{"thesaurus expansion (default)", kb.CatalogOptions{}},
 	} {
-		cat, err := kb.Bootstrap(ctx, scope, set.datasets, row.opts)
+		cat, err := kb.Bootstrap(ctx, scope, set.Datasets, row.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := recalls(set.questions, []int{5, 10}, false, func(q string, k int) []string {
+		r := spidertest.Recalls(set.Questions, []int{5, 10}, false, func(q string, k int) []string {
 			d, err := kb.Discover(ctx, cat, scope, q, kb.DiscoverOptions{K: k})
 			if err != nil {
 				t.Fatal(err)

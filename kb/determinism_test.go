@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bichat-go/bichat/domain"
+	"github.com/bichat-go/bichat/internal/spidertest"
 	"github.com/bichat-go/bichat/kb"
 	"github.com/bichat-go/bichat/kb/kbtest"
 )
@@ -66,11 +67,11 @@ func TestRankingsDeterministicSpider(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Spider determinism check skipped in -short mode")
 	}
-	set := loadSpider(t)
+	set := spidertest.Load(t)
 	scope := kb.Scope{TenantID: "spider"}
-	a, b := twoBuilds(t, scope, set.datasets)
-	all := make([]string, len(set.questions))
-	for i, q := range set.questions {
+	a, b := twoBuilds(t, scope, set.Datasets)
+	all := make([]string, len(set.Questions))
+	for i, q := range set.Questions {
 		all[i] = q.Question
 	}
 	qs, every := rankingQuestions(all, 500)

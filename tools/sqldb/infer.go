@@ -186,10 +186,44 @@ func InferJoins(ctx context.Context, db DB, datasets []domain.Dataset, opts Infe
 	for _, id := range order {
 		out = append(out, best[id])
 	}
-	slices.SortFunc(out, func(a, b domain.Relationship) int {
+	sortInferred(out)
+	return out, nil
+}
+
+// JoinCandidates is InferJoins' first stage alone: the joins that names
+// and types suggest, the best-named one per child column, without asking
+// the database. Each Relationship has Inferred set and Confidence equal to
+// the name score (ScoreEntityKey, ScoreSameKey, ScoreRoleEntityKey), which
+// is what InferJoins' confidence would be if every sampled value were
+// found; candidates whose parent key is not a declared primary key are
+// included unchecked. Use it to show a reviewer what InferJoins will
+// probe, or to measure on schemas that come without their rows; hand
+// discovery only joins InferJoins confirmed (or the host reviewed).
+// Sorted like InferJoins' result.
+func JoinCandidates(datasets []domain.Dataset) []domain.Relationship {
+	seen := map[string]bool{}
+	var out []domain.Relationship
+	for _, c := range joinCandidates(datasets) {
+		id := c.child.Name + "\x00" + c.column
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, domain.Relationship{
+			From: c.child.Name, FromColumns: []string{c.column}, To: c.parent.Name, ToColumns: []string{c.key},
+			Cardinality: ForeignKeyCardinality(*c.child, []string{c.column}),
+			Inferred:    true, Confidence: c.score,
+		})
+	}
+	sortInferred(out)
+	return out
+}
+
+// sortInferred sorts inferred joins by From, child column and To.
+func sortInferred(rs []domain.Relationship) {
+	slices.SortFunc(rs, func(a, b domain.Relationship) int {
 		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.FromColumns[0], b.FromColumns[0]), cmp.Compare(a.To, b.To))
 	})
-	return out, nil
 }
 
 // probe runs one counting statement and returns its two counts; ok is

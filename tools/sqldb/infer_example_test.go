@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bichat-go/bichat/domain"
 	"github.com/bichat-go/bichat/tools/sqldb"
 	"github.com/bichat-go/bichat/tools/sqldb/sampledata"
 	"github.com/bichat-go/bichat/tools/sqldb/sqlite"
@@ -55,4 +56,19 @@ func ExampleInferJoins() {
 	// order_items -> products on product_id = id (many_to_one, confidence 1.00)
 	// orders -> customers on customer_id = id (many_to_one, confidence 1.00)
 	// regions [Central East North South West]
+}
+
+// The candidates InferJoins would probe, from names and types alone (no
+// database): a reviewer sees them before any query runs.
+func ExampleJoinCandidates() {
+	datasets := []domain.Dataset{
+		{Name: "customers", Fields: []domain.Field{{Name: "id", Type: "integer", PrimaryKey: true}, {Name: "name", Type: "text"}}},
+		{Name: "orders", Fields: []domain.Field{{Name: "id", Type: "integer", PrimaryKey: true},
+			{Name: "customer_id", Type: "integer"}, {Name: "total", Type: "numeric"}}},
+	}
+	for _, j := range sqldb.JoinCandidates(datasets) {
+		fmt.Printf("%s -> %s on %s (%s, name score %.2f)\n", j.From, j.To, j.JoinCondition(), j.Cardinality, j.Confidence)
+	}
+	// Output:
+	// orders -> customers on customer_id = id (many_to_one, name score 1.00)
 }
