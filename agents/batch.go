@@ -247,8 +247,8 @@ func (r *run) prepareConfirmation(out *batchOutcome, parts []domain.Part, i int,
 	// and re-encoded the checkpoint.
 	pending := c
 	pending.Arguments = canonicalArgs(c.Arguments)
-	hash := argsHash(pending.Arguments)
-	token, err := r.e.signer.issue(tokenClaims{Tenant: r.in.TenantID, User: r.in.UserID, Tool: c.Name, Call: c.ID,
+	hash := ArgumentsHash(pending.Arguments)
+	token, err := r.e.signer.Issue(TokenClaims{Tenant: r.in.TenantID, User: r.in.UserID, Tool: c.Name, Call: c.ID,
 		Args: hash, Exp: exp.Unix()})
 	if err != nil {
 		return err

@@ -63,23 +63,42 @@ func (g *MemoryReplayGuard) Use(_ context.Context, nonce string, expires time.Ti
 	return nil
 }
 
-// tokenClaims is what a confirmation token binds.
-type tokenClaims struct {
+// TokenClaims is what a confirmation token binds: who may use it
+// (tenant and user), for which tool call and arguments, until when. The
+// executor fills Call with the model's call id; other gates (tools/mcp)
+// leave it empty.
+type TokenClaims struct {
 	V      int    `json:"v"`
 	Tenant string `json:"t"`
 	User   string `json:"u"`
 	Tool   string `json:"tool"`
-	Call   string `json:"c"`
-	Args   string `json:"a"` // hex SHA-256 of the arguments
-	Exp    int64  `json:"exp"`
-	Nonce  string `json:"n"`
+	Call   string `json:"c,omitempty"`
+	Args   string `json:"a"`   // ArgumentsHash of the arguments
+	Exp    int64  `json:"exp"` // Unix seconds
+	Nonce  string `json:"n"`   // set by Issue
 }
 
-type signer struct {
-	key []byte
+// TokenSigner issues and verifies confirmation tokens: the claims, base64
+// encoded, and an HMAC-SHA256 over them keyed by the host's key and
+// prefixed by a purpose string, so a token issued for one purpose (the
+// executor's, an MCP server's) never verifies for another. The executor
+// uses one internally; hosts and other gates that must never run a write
+// on a model's word alone (tools/mcp) use their own.
+type TokenSigner struct {
+	key     []byte
+	purpose string
 }
 
-func newSigner(key []byte) (*signer, error) {
+// ExecutorTokenPurpose is the purpose string of the executor's tokens.
+const ExecutorTokenPurpose = "bichat-confirmation-v1."
+
+// NewTokenSigner returns a signer for purpose with key (at least 16
+// bytes; nil or empty: a random key, so tokens verify only in this
+// process). The signer keeps its own copy of key.
+func NewTokenSigner(key []byte, purpose string) (*TokenSigner, error) {
+	if purpose == "" {
+		return nil, errors.New("agents: a token signer needs a purpose")
+	}
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
@@ -88,15 +107,18 @@ func newSigner(key []byte) (*signer, error) {
 	} else if len(key) < 16 {
 		return nil, errors.New("agents: ConfirmationKey must be at least 16 bytes")
 	}
-	return &signer{key: append([]byte(nil), key...)}, nil
+	return &TokenSigner{key: append([]byte(nil), key...), purpose: purpose}, nil
 }
 
-func argsHash(args []byte) string {
+// ArgumentsHash is the hex SHA-256 of the exact argument bytes a token
+// binds (canonicalise JSON first when equivalent spellings must match).
+func ArgumentsHash(args []byte) string {
 	sum := sha256.Sum256(args)
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *signer) issue(c tokenClaims) (string, error) {
+// Issue signs c with a fresh random nonce.
+func (s *TokenSigner) Issue(c TokenClaims) (string, error) {
 	var nonce [16]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return "", fmt.Errorf("agents: token nonce: %w", err)
@@ -111,34 +133,37 @@ func (s *signer) issue(c tokenClaims) (string, error) {
 	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac(p)), nil
 }
 
-func (s *signer) mac(payload string) []byte {
+func (s *TokenSigner) mac(payload string) []byte {
 	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte("bichat-confirmation-v1."))
+	m.Write([]byte(s.purpose))
 	m.Write([]byte(payload))
 	return m.Sum(nil)
 }
 
-// verify checks signature, expiry and binding; it does not consume the
-// nonce.
-func (s *signer) verify(token string, want tokenClaims, now time.Time) (tokenClaims, error) {
+// Verify checks a token's signature, expiry (at now) and binding to
+// want's tenant, user, tool, call and arguments, and returns its claims.
+// The errors match ErrTokenRefused: ErrTokenMalformed, ErrTokenForged,
+// ErrTokenExpired, ErrTokenMismatch. It does not consume the nonce: pass
+// it to a ReplayGuard so each token works once.
+func (s *TokenSigner) Verify(token string, want TokenClaims, now time.Time) (TokenClaims, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok || p == "" || sig == "" {
-		return tokenClaims{}, ErrTokenMalformed
+		return TokenClaims{}, ErrTokenMalformed
 	}
 	gotMAC, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil {
-		return tokenClaims{}, ErrTokenMalformed
+		return TokenClaims{}, ErrTokenMalformed
 	}
 	if subtle.ConstantTimeCompare(gotMAC, s.mac(p)) != 1 {
-		return tokenClaims{}, ErrTokenForged
+		return TokenClaims{}, ErrTokenForged
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(p)
 	if err != nil {
-		return tokenClaims{}, ErrTokenMalformed
+		return TokenClaims{}, ErrTokenMalformed
 	}
-	var c tokenClaims
+	var c TokenClaims
 	if err := json.Unmarshal(raw, &c); err != nil || c.V != 1 || c.Nonce == "" {
-		return tokenClaims{}, ErrTokenMalformed
+		return TokenClaims{}, ErrTokenMalformed
 	}
 	if now.Unix() >= c.Exp {
 		return c, ErrTokenExpired

@@ -19,23 +19,23 @@ var ctNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 const ctAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-func ctSigner(t *testing.T, key string) *signer {
+func ctSigner(t *testing.T, key string) *TokenSigner {
 	t.Helper()
-	s, err := newSigner([]byte(key))
+	s, err := NewTokenSigner([]byte(key), ExecutorTokenPurpose)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func ctClaims() tokenClaims {
-	return tokenClaims{Tenant: "acme", User: "ann", Tool: "delete_report", Call: "call_1",
-		Args: argsHash([]byte(`{"id":"r1"}`)), Exp: ctNow.Add(10 * time.Minute).Unix()}
+func ctClaims() TokenClaims {
+	return TokenClaims{Tenant: "acme", User: "ann", Tool: "delete_report", Call: "call_1",
+		Args: ArgumentsHash([]byte(`{"id":"r1"}`)), Exp: ctNow.Add(10 * time.Minute).Unix()}
 }
 
-func ctIssue(t *testing.T, s *signer, c tokenClaims) string {
+func ctIssue(t *testing.T, s *TokenSigner, c TokenClaims) string {
 	t.Helper()
-	tok, err := s.issue(c)
+	tok, err := s.Issue(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSignerValidToken(t *testing.T) {
 	if strings.Count(tok, ".") != 1 {
 		t.Errorf("token %q: want payload.signature", tok)
 	}
-	got, err := s.verify(tok, want, ctNow)
+	got, err := s.Verify(tok, want, ctNow)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -59,12 +59,12 @@ func TestSignerValidToken(t *testing.T) {
 		t.Errorf("claims = %+v", got)
 	}
 	// One second before expiry still verifies.
-	if _, err := s.verify(tok, want, time.Unix(want.Exp-1, 0)); err != nil {
+	if _, err := s.Verify(tok, want, time.Unix(want.Exp-1, 0)); err != nil {
 		t.Errorf("verify 1s before expiry: %v", err)
 	}
 	// Each token gets its own nonce.
 	tok2 := ctIssue(t, s, want)
-	got2, err := s.verify(tok2, want, ctNow)
+	got2, err := s.Verify(tok2, want, ctNow)
 	if err != nil || tok2 == tok || got2.Nonce == got.Nonce {
 		t.Errorf("second token %q nonce %q: %v; want a fresh nonce", tok2, got2.Nonce, err)
 	}
@@ -96,7 +96,7 @@ func TestSignerTamperedToken(t *testing.T) {
 				continue
 			}
 			bad := tok[:i] + string(r) + tok[i+1:]
-			_, err := s.verify(bad, want, ctNow)
+			_, err := s.Verify(bad, want, ctNow)
 			if !errors.Is(err, ErrTokenRefused) {
 				t.Fatalf("byte %d replaced by %q: verify = %v, want a refusal", i, r, err)
 			}
@@ -121,7 +121,7 @@ func TestSignerSignatureEncodingIsCanonical(t *testing.T) {
 		if byte(r) == tok[i] {
 			continue
 		}
-		if _, err := s.verify(tok[:i]+string(r), want, ctNow); err == nil {
+		if _, err := s.Verify(tok[:i]+string(r), want, ctNow); err == nil {
 			t.Errorf("last character %q replaced by %q: the altered token verifies", tok[i], r)
 		}
 	}
@@ -132,22 +132,22 @@ func TestSignerOtherKey(t *testing.T) {
 	a := ctSigner(t, "key-a-0123456789")
 	b := ctSigner(t, "key-b-0123456789")
 	want := ctClaims()
-	if _, err := b.verify(ctIssue(t, a, want), want, ctNow); !errors.Is(err, ErrTokenForged) {
+	if _, err := b.Verify(ctIssue(t, a, want), want, ctNow); !errors.Is(err, ErrTokenForged) {
 		t.Errorf("token of another key: %v, want ErrTokenForged", err)
 	}
 	// Random keys: two signers made without a key differ.
 	r1 := ctSigner(t, "")
 	r2 := ctSigner(t, "")
 	tok := ctIssue(t, r1, want)
-	if _, err := r1.verify(tok, want, ctNow); err != nil {
+	if _, err := r1.Verify(tok, want, ctNow); err != nil {
 		t.Errorf("random-key signer rejects its own token: %v", err)
 	}
-	if _, err := r2.verify(tok, want, ctNow); !errors.Is(err, ErrTokenForged) {
+	if _, err := r2.Verify(tok, want, ctNow); !errors.Is(err, ErrTokenForged) {
 		t.Errorf("token of another random-key signer: %v, want ErrTokenForged", err)
 	}
 	// The same key bytes verify across signers (another process).
 	c := ctSigner(t, "key-a-0123456789")
-	if _, err := c.verify(ctIssue(t, a, want), want, ctNow); err != nil {
+	if _, err := c.Verify(ctIssue(t, a, want), want, ctNow); err != nil {
 		t.Errorf("same key, other signer: %v", err)
 	}
 }
@@ -155,30 +155,30 @@ func TestSignerOtherKey(t *testing.T) {
 func TestNewSignerKeys(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 8, 15} {
-		if _, err := newSigner(make([]byte, n)); err == nil {
-			t.Errorf("newSigner accepted a %d-byte key", n)
+		if _, err := NewTokenSigner(make([]byte, n), ExecutorTokenPurpose); err == nil {
+			t.Errorf("NewTokenSigner accepted a %d-byte key", n)
 		}
 	}
 	for _, n := range []int{16, 32, 100} {
-		if _, err := newSigner(make([]byte, n)); err != nil {
-			t.Errorf("newSigner(%d bytes): %v", n, err)
+		if _, err := NewTokenSigner(make([]byte, n), ExecutorTokenPurpose); err != nil {
+			t.Errorf("NewTokenSigner(%d bytes): %v", n, err)
 		}
 	}
 	for _, key := range [][]byte{nil, {}} {
-		s, err := newSigner(key)
+		s, err := NewTokenSigner(key, ExecutorTokenPurpose)
 		if err != nil || len(s.key) < 16 {
-			t.Errorf("newSigner(%v) = %v, %v; want a random key", key, s, err)
+			t.Errorf("NewTokenSigner(%v) = %v, %v; want a random key", key, s, err)
 		}
 	}
 	// The signer keeps its own copy of the key.
 	key := []byte("0123456789abcdef")
-	s, err := newSigner(key)
+	s, err := NewTokenSigner(key, ExecutorTokenPurpose)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := ctIssue(t, s, ctClaims())
 	key[0] = 'X'
-	if _, err := s.verify(tok, ctClaims(), ctNow); err != nil {
+	if _, err := s.Verify(tok, ctClaims(), ctNow); err != nil {
 		t.Errorf("changing the caller's key slice broke the signer: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestSignerExpiry(t *testing.T) {
 	tok := ctIssue(t, s, want)
 	exp := time.Unix(want.Exp, 0)
 	for _, now := range []time.Time{exp, exp.Add(500 * time.Millisecond), exp.Add(time.Hour)} {
-		if _, err := s.verify(tok, want, now); !errors.Is(err, ErrTokenExpired) || !errors.Is(err, ErrTokenRefused) {
+		if _, err := s.Verify(tok, want, now); !errors.Is(err, ErrTokenExpired) || !errors.Is(err, ErrTokenRefused) {
 			t.Errorf("verify at exp%+v: %v, want ErrTokenExpired", now.Sub(exp), err)
 		}
 	}
@@ -203,21 +203,21 @@ func TestSignerMismatch(t *testing.T) {
 	tok := ctIssue(t, s, issued)
 	tests := []struct {
 		name string
-		edit func(*tokenClaims)
+		edit func(*TokenClaims)
 	}{
-		{"tenant", func(c *tokenClaims) { c.Tenant = "other" }},
-		{"user", func(c *tokenClaims) { c.User = "bob" }},
-		{"tool", func(c *tokenClaims) { c.Tool = "drop_table" }},
-		{"call", func(c *tokenClaims) { c.Call = "call_2" }},
-		{"args hash", func(c *tokenClaims) { c.Args = argsHash([]byte(`{"id":"r2"}`)) }},
-		{"empty tenant", func(c *tokenClaims) { c.Tenant = "" }},
+		{"tenant", func(c *TokenClaims) { c.Tenant = "other" }},
+		{"user", func(c *TokenClaims) { c.User = "bob" }},
+		{"tool", func(c *TokenClaims) { c.Tool = "drop_table" }},
+		{"call", func(c *TokenClaims) { c.Call = "call_2" }},
+		{"args hash", func(c *TokenClaims) { c.Args = ArgumentsHash([]byte(`{"id":"r2"}`)) }},
+		{"empty tenant", func(c *TokenClaims) { c.Tenant = "" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			want := issued
 			tc.edit(&want)
-			_, err := s.verify(tok, want, ctNow)
+			_, err := s.Verify(tok, want, ctNow)
 			if !errors.Is(err, ErrTokenMismatch) || !errors.Is(err, ErrTokenRefused) {
 				t.Errorf("verify = %v, want ErrTokenMismatch", err)
 			}
@@ -226,7 +226,7 @@ func TestSignerMismatch(t *testing.T) {
 	// Expiry and nonce in want are not compared.
 	want := issued
 	want.Exp, want.Nonce = 1, "whatever"
-	if _, err := s.verify(tok, want, ctNow); err != nil {
+	if _, err := s.Verify(tok, want, ctNow); err != nil {
 		t.Errorf("verify with other Exp/Nonce in want: %v", err)
 	}
 }
@@ -268,7 +268,7 @@ func TestSignerMalformed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := s.verify(tc.tok, ctClaims(), ctNow)
+			_, err := s.Verify(tc.tok, ctClaims(), ctNow)
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrTokenRefused) {
 				t.Errorf("verify(%q) = %v, want %v", tc.tok, err, tc.want)
 			}
@@ -294,10 +294,10 @@ func TestTokenErrorsMatchRefused(t *testing.T) {
 func TestArgsHash(t *testing.T) {
 	t.Parallel()
 	// SHA-256 of the empty string.
-	if got := argsHash(nil); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Errorf("argsHash(nil) = %s", got)
+	if got := ArgumentsHash(nil); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Errorf("ArgumentsHash(nil) = %s", got)
 	}
-	if argsHash([]byte(`{"a":1}`)) == argsHash([]byte(`{"a": 1}`)) {
+	if ArgumentsHash([]byte(`{"a":1}`)) == ArgumentsHash([]byte(`{"a": 1}`)) {
 		t.Error("argsHash ignores bytes: the hash must bind the exact arguments")
 	}
 }
@@ -391,5 +391,30 @@ func TestMemoryReplayGuardPrunes(t *testing.T) {
 		if err := g.Use(ctx, n, now.Add(time.Hour)); !errors.Is(err, ErrTokenReplayed) {
 			t.Errorf("Use(%s) after pruning: %v, want ErrTokenReplayed", n, err)
 		}
+	}
+}
+
+// A token issued for one purpose never verifies for another, even under
+// the same key; a signer needs a purpose.
+func TestTokenSignerPurpose(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef")
+	exec, err := NewTokenSigner(key, ExecutorTokenPurpose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewTokenSigner(key, "bichat-mcp-confirmation-v1.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ctClaims()
+	if _, err := other.Verify(ctIssue(t, exec, want), want, ctNow); !errors.Is(err, ErrTokenForged) {
+		t.Errorf("executor token verified for another purpose: %v, want ErrTokenForged", err)
+	}
+	if _, err := exec.Verify(ctIssue(t, exec, want), want, ctNow); err != nil {
+		t.Errorf("own purpose: %v", err)
+	}
+	if _, err := NewTokenSigner(key, ""); err == nil {
+		t.Error("NewTokenSigner accepted an empty purpose")
 	}
 }

@@ -198,7 +198,7 @@ type Executor struct {
 	cfg     Config
 	tools   map[string]Tool
 	specs   []ToolSpec
-	signer  *signer
+	signer  *TokenSigner
 	guard   ReplayGuard
 	builder RequestBuilder
 	info    ModelInfo
@@ -234,7 +234,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if e.guard == nil {
 		e.guard = &MemoryReplayGuard{}
 	}
-	s, err := newSigner(cfg.ConfirmationKey)
+	s, err := NewTokenSigner(cfg.ConfirmationKey, ExecutorTokenPurpose)
 	if err != nil {
 		return nil, err
 	}
@@ -349,22 +349,22 @@ func (e *Executor) VerifyDecision(cp *Checkpoint, d Decision) error {
 	return err
 }
 
-func (e *Executor) verify(cp *Checkpoint, d Decision) (tokenClaims, error) {
-	want := tokenClaims{Tenant: d.TenantID, User: d.UserID, Tool: cp.Pending.Tool, Call: cp.Pending.CallID,
-		Args: argsHash(canonicalArgs(cp.Pending.Arguments))}
+func (e *Executor) verify(cp *Checkpoint, d Decision) (TokenClaims, error) {
+	want := TokenClaims{Tenant: d.TenantID, User: d.UserID, Tool: cp.Pending.Tool, Call: cp.Pending.CallID,
+		Args: ArgumentsHash(canonicalArgs(cp.Pending.Arguments))}
 	// The decider must be the user the run belongs to.
 	if d.TenantID != cp.TenantID || d.UserID != cp.UserID {
-		return tokenClaims{}, ErrTokenMismatch
+		return TokenClaims{}, ErrTokenMismatch
 	}
 	if cp.Confirmation == nil || d.Token != cp.Confirmation.Token {
 		// A token for another checkpoint: still verify the signature so
 		// forgeries are reported as such.
-		if _, err := e.signer.verify(d.Token, want, e.cfg.Now()); err != nil {
-			return tokenClaims{}, err
+		if _, err := e.signer.Verify(d.Token, want, e.cfg.Now()); err != nil {
+			return TokenClaims{}, err
 		}
-		return tokenClaims{}, ErrTokenMismatch
+		return TokenClaims{}, ErrTokenMismatch
 	}
-	return e.signer.verify(d.Token, want, e.cfg.Now())
+	return e.signer.Verify(d.Token, want, e.cfg.Now())
 }
 
 // Resume continues a run that stopped at ask_user_question with the user's
