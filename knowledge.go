@@ -168,11 +168,8 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 	var errs []error
 	var datasets []domain.Dataset
 	if k.Catalog != nil {
-		opts := k.Discover
-		if hints, _ := ctx.Value(hintsKey{}).([]string); len(hints) > 0 {
-			opts.Hints = append(append([]string(nil), opts.Hints...), hints...)
-		}
-		d, err := kb.Discover(ctx, k.Catalog, scope, question, opts)
+		hints, _ := ctx.Value(hintsKey{}).([]string)
+		d, err := s.discoverDatasets(ctx, in.TenantID, question, hints)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("datasets: %w", err))
 		} else {
@@ -194,8 +191,11 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 			errs = append(errs, fmt.Errorf("recipes: %w", err))
 		}
 		for _, m := range ms {
+			// A verified recipe is shown as verified only while its schema
+			// still matches: the model is never told a query is checked
+			// when the tables it read have changed since.
 			b.Recipes(bctx.Recipe{Question: m.Recipe.Question, SQL: m.Recipe.SQL, Successes: m.Recipe.SuccessCount,
-				Datasets: m.Recipe.Datasets})
+				Datasets: m.Recipe.Datasets, Verified: m.Recipe.Verified && m.SchemaMatch})
 		}
 		ev.Recipes = len(ms)
 	}
@@ -219,6 +219,45 @@ func (s *Service) discover(ctx context.Context, in *agents.Input, b *bctx.Builde
 		ev.Time = s.cfg.Now()
 		s.bus.Publish(ctx, ev)
 	}
+}
+
+// discoverDatasets is the catalog part of the discovery step: the
+// datasets the question most likely needs (Knowledge.Discover, with the
+// Send's hints added to its own) and the join hints among them. The run
+// and Discover both use it, so an evaluation measures what the run saw.
+func (s *Service) discoverDatasets(ctx context.Context, tenantID, question string, hints []string) (*kb.Discovery, error) {
+	k := s.cfg.Knowledge
+	opts := k.Discover
+	if len(hints) > 0 {
+		opts.Hints = append(append([]string(nil), opts.Hints...), hints...)
+	}
+	return kb.Discover(ctx, k.Catalog, k.scope(tenantID), question, opts)
+}
+
+// Discover runs the dataset part of the discovery step a Send of question
+// would run (WithHints options are honoured, others ignored) and returns
+// the datasets it finds, best first. An evaluation uses it to measure the
+// retrieval recall of the discovery step (package agents/eval).
+//
+// Errors: domain.ErrForbidden without read permission; domain.ErrInvalid
+// when no catalog is configured (Config.Knowledge.Catalog) or the
+// question is empty or longer than domain.MaxMessageLen characters.
+func (s *Service) Discover(ctx context.Context, p domain.Principal, question string, opts ...SendOption) ([]kb.DatasetHit, error) {
+	if err := authorize(p, domain.PermRead); err != nil {
+		return nil, err
+	}
+	if s.cfg.Knowledge.Catalog == nil {
+		return nil, domain.Invalid("knowledge.catalog", "no dataset catalog is configured (Config.Knowledge.Catalog)")
+	}
+	question, err := checkText("question", question, domain.MaxMessageLen)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.discoverDatasets(ctx, p.TenantID, question, sendOpts(opts).hints)
+	if err != nil {
+		return nil, fmt.Errorf("bichat: discover: %w", err)
+	}
+	return d.Hits, nil
 }
 
 func messageText(m agents.Message) string {

@@ -154,6 +154,18 @@ func TestDiscoveryFeedsTheContext(t *testing.T) {
 	if !strings.Contains(last.System, "GROUP BY") && !requestContains(last, "GROUP BY") {
 		t.Errorf("the recipe did not reach the next question:\n%s", last.System)
 	}
+	if strings.Contains(last.System, "verified query") || requestContains(last, "verified query") {
+		t.Errorf("an unverified recipe is shown as verified:\n%s", last.System)
+	}
+	// The host marks it verified (a checked query): the model is told.
+	if _, err := mem.SetVerified(t.Context(), kb.Scope{TenantID: "acme"}, r.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, f.svc.Send(t.Context(), alice, sess.ID, "Show revenue per region for 2024"))
+	last = model.Requests()[len(model.Requests())-1]
+	if !strings.Contains(last.System, "verified query") && !requestContains(last, "verified query") {
+		t.Errorf("the verified recipe is not marked verified:\n%s", last.System)
+	}
 }
 
 func requestContains(req agents.Request, s string) bool {
