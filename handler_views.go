@@ -113,8 +113,12 @@ type RecipeView struct {
 	Datasets []string `json:"datasets"`
 	// SuccessCount is 1 for a new recipe and grows each time the same
 	// question is saved again on the same schema.
-	SuccessCount int       `json:"success_count"`
-	CreatedAt    time.Time `json:"created_at"`
+	SuccessCount int `json:"success_count"`
+	// Verified is set when the host marked the recipe a verified query
+	// (kb/recipes SetVerified): it is offered first for matching
+	// questions.
+	Verified  bool      `json:"verified"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func sessionView(s *domain.Session) SessionView {
@@ -146,7 +150,7 @@ func artifactView(a *domain.Artifact, url string) ArtifactView {
 }
 
 func recipeView(r *recipes.Recipe) RecipeView {
-	v := RecipeView{ID: r.ID, Question: r.Question, SQL: r.SQL, Datasets: r.Datasets, SuccessCount: r.SuccessCount, CreatedAt: r.CreatedAt}
+	v := RecipeView{ID: r.ID, Question: r.Question, SQL: r.SQL, Datasets: r.Datasets, SuccessCount: r.SuccessCount, Verified: r.Verified, CreatedAt: r.CreatedAt}
 	if v.SQL == nil {
 		v.SQL = []string{}
 	}
