@@ -37,7 +37,13 @@
 // synonyms from a small built-in business thesaurus (Thesaurus: revenue
 // ~ sales ~ turnover, customer ~ client ~ buyer, ...) and the host's own
 // groups (CatalogOptions.Synonyms), at a lower weight than the words
-// themselves (CatalogOptions.ExpansionWeight).
+// themselves (CatalogOptions.ExpansionWeight). For the paraphrases no
+// business thesaurus lists (freight ~ shipment, lighter ~ weight,
+// produced ~ production), a general lexicon can be added at a lower
+// weight still (CatalogOptions.Lexicon, LexiconWeight): LoadWordNet reads
+// WordNet 3.0 from disk (Debian's wordnet-base; nothing is bundled). On
+// the pooled Spider benchmark it lifts recall@10 from 0.943 to 0.956 and
+// costs about 10% on Discover's median latency and 18 MB.
 //
 // Discover is the per-question discovery step: search, join-hint
 // expansion (datasets related to the strongest hits gain a share of their

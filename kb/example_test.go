@@ -92,3 +92,30 @@ func ExampleDiscover_valuesSynonymsHints() {
 	// billing.subscriptions hint: true
 	// crm.cancellations hint: false
 }
+
+// A lexicon covers the paraphrases a business thesaurus does not: here a
+// two-word one; kb.LoadWordNet("", kb.WordNetOptions{}) builds one from
+// WordNet (Debian's wordnet-base) with tens of thousands of words.
+func ExampleCatalogOptions_lexicon() {
+	ctx := context.Background()
+	scope := kb.Scope{TenantID: "acme"}
+	datasets := []domain.Dataset{
+		{Name: "logistics.shipments", Source: "logistics.shipments", Description: "Goods sent to customers.",
+			Fields: []domain.Field{{Name: "tracking_no", Type: "text"}, {Name: "weight_kg", Type: "numeric"}}},
+		{Name: "logistics.depots", Source: "logistics.depots", Description: "Warehouses.",
+			Fields: []domain.Field{{Name: "code", Type: "text"}, {Name: "city", Type: "text"}}},
+	}
+	lexicon := kb.Lexicon{"freight": {"cargo", "shipment"}}
+	for _, opts := range []kb.CatalogOptions{{}, {Lexicon: lexicon}} {
+		cat, err := kb.Bootstrap(ctx, scope, datasets, opts)
+		if err != nil {
+			panic(err)
+		}
+		hits, _ := cat.SearchWith(ctx, scope, "how much freight left in May", kb.SearchOptions{K: 1, Mode: kb.BM25Only})
+		fmt.Println(hits[0].Dataset.Name, "fallback:", hits[0].Fallback)
+		cat.Close()
+	}
+	// Output:
+	// logistics.depots fallback: true
+	// logistics.shipments fallback: false
+}

@@ -124,6 +124,13 @@ func spiderTable(tb testing.TB, set *spidertest.Set) []spiderRow {
 		tb.Fatal(err)
 	}
 	defer inferred.Close()
+	// With the WordNet lexicon (Debian's wordnet-base, installed by make
+	// setup) for paraphrases.
+	lexical, err := kb.Bootstrap(ctx, scope, set.Datasets, kb.CatalogOptions{Lexicon: wordNet(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer lexical.Close()
 	rows := []spiderRow{
 		{name: "plain BM25 (baseline)", baseline: true},
 		{name: "plain BM25, English stemming"},
@@ -133,12 +140,13 @@ func spiderTable(tb testing.TB, set *spidertest.Set) []spiderRow {
 		{name: "hybrid + expansion, no foreign keys"},
 		{name: "  same, joins from names and types"},
 		{name: "hybrid + join-hint expansion"},
+		{name: "  same, with the WordNet lexicon"},
 	}
 	ranks := []func(string, int) []string{base.rank, stemmed.rank, search(kb.BM25Only), search(kb.VectorOnly), search(kb.Hybrid),
-		discoverOn(noFK), discoverOn(inferred), discover}
+		discoverOn(noFK), discoverOn(inferred), discover, discoverOn(lexical)}
 	for i := range rows {
 		// Discover's pool depends on k; plain searches are prefixes.
-		r := spidertest.Recalls(set.Questions, []int{5, 10}, i < len(rows)-3, ranks[i])
+		r := spidertest.Recalls(set.Questions, []int{5, 10}, i < len(rows)-4, ranks[i])
 		rows[i].r5, rows[i].r10 = r[0], r[1]
 	}
 	return rows
@@ -191,9 +199,12 @@ func TestSpiderSchemaRetrieval(t *testing.T) {
 	}
 	rows := spiderTable(t, set)
 	logSpider(t, "all databases pooled", set, rows)
-	base, best := rows[0], rows[len(rows)-1]
+	// The default configuration (declared joins, no lexicon) and the same
+	// with the WordNet lexicon.
+	base, best, lexical := rows[0], rows[len(rows)-2], rows[len(rows)-1]
 	const goal5, goal10 = 0.93, 0.97 // issue 15's goal
-	t.Logf("goal for the best configuration: recall@5 >= %.2f, recall@10 >= %.2f (reached: %v)", goal5, goal10, best.r5 >= goal5 && best.r10 >= goal10)
+	t.Logf("goal: recall@5 >= %.2f, recall@10 >= %.2f (reached by default: %v, with the lexicon: %v)", goal5, goal10,
+		best.r5 >= goal5 && best.r10 >= goal10, lexical.r5 >= goal5 && lexical.r10 >= goal10)
 	if best.r5 <= base.r5 || best.r10 <= base.r10 {
 		t.Errorf("hybrid + expansion (%.3f/%.3f) does not beat the baseline (%.3f/%.3f)", best.r5, best.r10, base.r5, base.r10)
 	}
@@ -204,21 +215,26 @@ func TestSpiderSchemaRetrieval(t *testing.T) {
 	if !raceEnabled && (best.r5 < floor5 || best.r10 < floor10) {
 		t.Errorf("hybrid + expansion recall@5/@10 = %.3f/%.3f, below the floor %.3f/%.3f", best.r5, best.r10, floor5, floor10)
 	}
+	// The lexicon must help at recall@10 and not hurt at recall@5
+	// (measured 0.908/0.956 against 0.906/0.943).
+	if !raceEnabled && (lexical.r10 <= best.r10 || lexical.r5 < best.r5) {
+		t.Errorf("with the WordNet lexicon %.3f/%.3f, without %.3f/%.3f", lexical.r5, lexical.r10, best.r5, best.r10)
+	}
 	// Without declared foreign keys, the joins names and types suggest
 	// must help expansion (measured 0.873/0.924 against 0.844/0.905 with
 	// none). The "hybrid (RRF)" row is not the no-join baseline: its
 	// related-table coverage ranking reads the declared joins too.
-	if noFK, guessed := rows[len(rows)-3], rows[len(rows)-2]; !raceEnabled && (guessed.r5 <= noFK.r5 || guessed.r10 <= noFK.r10) {
+	if noFK, guessed := rows[len(rows)-4], rows[len(rows)-3]; !raceEnabled && (guessed.r5 <= noFK.r5 || guessed.r10 <= noFK.r10) {
 		t.Errorf("joins from names and types (%.3f/%.3f) do not beat no joins (%.3f/%.3f)", guessed.r5, guessed.r10, noFK.r5, noFK.r10)
 	}
 	// The same with only the 20 databases the questions are about.
 	dev := set.DevOnly()
 	rows = spiderTable(t, dev)
 	logSpider(t, "the 20 dev databases pooled", dev, rows)
-	if rows[len(rows)-1].r10 <= rows[0].r10 {
-		t.Errorf("dev pool: hybrid + expansion (%.3f) does not beat the baseline (%.3f) at recall@10", rows[len(rows)-1].r10, rows[0].r10)
+	if rows[len(rows)-2].r10 <= rows[0].r10 {
+		t.Errorf("dev pool: hybrid + expansion (%.3f) does not beat the baseline (%.3f) at recall@10", rows[len(rows)-2].r10, rows[0].r10)
 	}
-	if best := rows[len(rows)-1]; !raceEnabled && (best.r5 < 0.96 || best.r10 < 0.98) {
+	if best := rows[len(rows)-2]; !raceEnabled && (best.r5 < 0.96 || best.r10 < 0.98) {
 		t.Errorf("dev pool: hybrid + expansion recall@5/@10 = %.3f/%.3f, below the floor 0.96/0.98", best.r5, best.r10)
 	}
 }

@@ -33,8 +33,9 @@
 // fields (Options.SynonymBoost) and the database and schema
 // (Options.LocationBoost). The question's terms are expanded with their
 // synonyms from kb.Thesaurus and Options.Synonyms at
-// Options.ExpansionWeight times the boost (kb.SearchOptions.NoExpansion
-// switches it off for a call). The query is at most 1024 clauses
+// Options.ExpansionWeight times the boost, then with their words in
+// Options.Lexicon (kb.LoadWordNet) at Options.LexiconWeight
+// (kb.SearchOptions.NoExpansion switches both off for a call). The query is at most 1024 clauses
 // (Lucene's limit): an overlong question loses expansion terms first.
 //
 // The value index finds a question that names a value ("customers in

@@ -430,20 +430,30 @@ func TestSensitiveValuesNeverSent(t *testing.T) {
 func TestLuceneQuery(t *testing.T) {
 	t.Parallel()
 	c := New(newFakeDB(), Options{SynonymBoost: 4, LocationBoost: -1, ExpansionWeight: 0.5, NoThesaurus: true, Synonyms: [][]string{{"churn", "attrition"}}})
-	got := c.luceneQuery(kb.Terms("the churn"), c.exp)
+	got := c.luceneQuery(kb.Terms("the churn"), c.exp, nil)
 	want := "search_name:churn^3 OR search_text:churn^1 OR search_synonyms:churn^4 OR " +
 		"search_name:attrit^1.5 OR search_text:attrit^0.5 OR search_synonyms:attrit^2"
 	if got != want {
 		t.Errorf("luceneQuery =\n%s\nwant\n%s", got, want)
 	}
-	if got := c.luceneQuery(kb.Terms("the churn"), nil); strings.Contains(got, "attrit") {
+	if got := c.luceneQuery(kb.Terms("the churn"), nil, nil); strings.Contains(got, "attrit") {
 		t.Errorf("without an expander: %s", got)
+	}
+	// The lexicon's words come after the synonyms, at LexiconWeight; a
+	// word the synonyms already bring is not repeated.
+	lc := New(newFakeDB(), Options{SynonymBoost: -1, LocationBoost: -1, ExpansionWeight: 0.5, NoThesaurus: true,
+		Synonyms: [][]string{{"churn", "attrition"}}, Lexicon: kb.Lexicon{"churn": {"attrition", "turnover"}}, LexiconWeight: 0.1})
+	got = lc.luceneQuery(kb.Terms("churn"), lc.exp, lc.lex)
+	want = "search_name:churn^3 OR search_text:churn^1 OR search_name:attrit^1.5 OR search_text:attrit^0.5 OR " +
+		"search_name:turnov^0.3 OR search_text:turnov^0.1"
+	if got != want {
+		t.Errorf("luceneQuery with a lexicon =\n%s\nwant\n%s", got, want)
 	}
 	var ts []string
 	for i := range 400 {
 		ts = append(ts, fmt.Sprintf("w%d", i))
 	}
-	if n := len(strings.Split(c.luceneQuery(ts, c.exp), " OR ")); n != maxClauses {
+	if n := len(strings.Split(c.luceneQuery(ts, c.exp, nil), " OR ")); n != maxClauses {
 		t.Errorf("%d clauses for 400 terms, want the cap %d", n, maxClauses)
 	}
 }

@@ -101,6 +101,11 @@ type Options struct {
 	// synonyms search with; default kb.DefaultExpansionWeight, negative
 	// switches expansion off.
 	ExpansionWeight float64
+	// Lexicon and LexiconWeight are kb.CatalogOptions' (a general
+	// lexicon such as kb.LoadWordNet's, searched at LexiconWeight, default
+	// kb.DefaultLexiconWeight; negative switches it off).
+	Lexicon       kb.Lexicon
+	LexiconWeight float64
 }
 
 // Validate reports a *domain.ValidationError for options the catalog
@@ -116,6 +121,8 @@ type Catalog struct {
 	opts Options
 	// exp expands question terms with their synonyms (nil: none).
 	exp kb.Expander
+	// lex expands them with the Lexicon's words (nil: none).
+	lex kb.Expander
 
 	schemaOnce sync.Mutex
 	schemaDone bool
@@ -154,6 +161,12 @@ func New(db Sessions, opts Options) *Catalog {
 			groups = kb.Thesaurus()
 		}
 		c.exp = kb.NewExpander(append(groups, opts.Synonyms...))
+	}
+	if c.opts.LexiconWeight == 0 {
+		c.opts.LexiconWeight = kb.DefaultLexiconWeight
+	}
+	if c.opts.LexiconWeight > 0 && len(c.opts.Lexicon) > 0 {
+		c.lex = c.opts.Lexicon.Expander()
 	}
 	return c
 }
@@ -665,11 +678,11 @@ func (c *Catalog) SearchWith(ctx context.Context, scope kb.Scope, q string, opts
 	var text, vec []kb.Ranked
 	terms := kb.Terms(q)
 	if opts.Mode != kb.VectorOnly && len(terms) > 0 {
-		exp := c.exp
+		exp, lex := c.exp, c.lex
 		if opts.NoExpansion {
-			exp = nil
+			exp, lex = nil, nil
 		}
-		recs, err := c.readRecords(ctx, cypherFulltextSearch, scoped(scope, "query", c.luceneQuery(terms, exp), "oversample", over, "limit", cands))
+		recs, err := c.readRecords(ctx, cypherFulltextSearch, scoped(scope, "query", c.luceneQuery(terms, exp, lex), "oversample", over, "limit", cands))
 		if err != nil {
 			return nil, fmt.Errorf("kb/neo4j: search: %w", err)
 		}
@@ -797,9 +810,10 @@ const maxClauses = 1024
 // like kb.MemoryCatalog's fields (name 3, text 1, synonyms SynonymBoost,
 // location LocationBoost; a negative boost leaves the field out), then
 // the same for the terms' synonyms (exp) at ExpansionWeight times the
-// boost. Stop words are left out unless the question has nothing else.
-// Terms yields letters and digits only, so nothing needs escaping.
-func (c *Catalog) luceneQuery(terms []string, exp kb.Expander) string {
+// boost, then their lexicon words (lex) not already there at
+// LexiconWeight. Stop words are left out unless the question has nothing
+// else. Terms yields letters and digits only, so nothing needs escaping.
+func (c *Catalog) luceneQuery(terms []string, exp, lex kb.Expander) string {
 	seen := map[string]bool{}
 	var own []string
 	for _, t := range terms {
@@ -820,14 +834,26 @@ func (c *Catalog) luceneQuery(terms []string, exp kb.Expander) string {
 		for _, t := range ts {
 			for _, f := range fields {
 				if f.boost > 0 && len(clauses) < maxClauses {
-					clauses = append(clauses, f.name+":"+t+"^"+strconv.FormatFloat(f.boost*w, 'g', -1, 64))
+					clauses = append(clauses, f.name+":"+t+"^"+strconv.FormatFloat(f.boost*w, 'g', 6, 64))
 				}
 			}
 		}
 	}
 	add(own, 1)
+	have := slices.Clone(own)
 	if exp != nil {
-		add(exp.Expand(own), c.opts.ExpansionWeight)
+		syn := exp.Expand(own)
+		add(syn, c.opts.ExpansionWeight)
+		have = append(have, syn...)
+	}
+	if lex != nil {
+		var more []string
+		for _, t := range lex.Expand(own) {
+			if !slices.Contains(have, t) {
+				more = append(more, t)
+			}
+		}
+		add(more, c.opts.LexiconWeight)
 	}
 	return strings.Join(clauses, " OR ")
 }
