@@ -69,22 +69,21 @@ func LoadWordNet(dir string, opts WordNetOptions) (Lexicon, error) {
 	db := &wordNet{synsets: map[string]*wordNetSynset{}}
 	senses := map[string][]string{} // lemma -> synset keys, most frequent first
 	var lemmas []string
+	addSense := func(lemma, key string) {
+		if senses[lemma] == nil {
+			lemmas = append(lemmas, lemma)
+		}
+		senses[lemma] = append(senses[lemma], key)
+	}
+	readIndex := func(path string) error { return readWordNetIndex(path, opts.Senses, addSense) }
 	for _, pos := range []string{"noun", "verb", "adj"} {
-		for _, file := range []string{"data.", "index."} {
-			path := filepath.Join(dir, file+pos)
-			var err error
-			if file == "data." {
-				err = db.read(path)
-			} else {
-				err = readWordNetIndex(path, opts.Senses, func(lemma, key string) {
-					if senses[lemma] == nil {
-						lemmas = append(lemmas, lemma)
-					}
-					senses[lemma] = append(senses[lemma], key)
-				})
-			}
+		for _, file := range []struct {
+			path string
+			read func(string) error
+		}{{filepath.Join(dir, "data."+pos), db.read}, {filepath.Join(dir, "index."+pos), readIndex}} {
+			err := file.read(file.path)
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("kb: WordNet: %s is missing (on Debian: apt-get install wordnet-base): %w", path, err)
+				return nil, fmt.Errorf("kb: WordNet: %s is missing (on Debian: apt-get install wordnet-base): %w", file.path, err)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("kb: WordNet: %w", err)
@@ -124,6 +123,31 @@ func LoadWordNet(dir string, opts WordNetOptions) (Lexicon, error) {
 // [ptr_symbol...] sense_cnt tagsense_cnt synset_offset...) and calls add
 // for the first senses synsets of each one-word lemma.
 func readWordNetIndex(path string, senses int, add func(lemma, key string)) error {
+	return scanWordNet(path, func(fields []string, bad func(string) error) error {
+		if len(fields) < 6 {
+			return bad("too few fields for an index entry")
+		}
+		n, err1 := strconv.Atoi(fields[2])
+		pc, err2 := strconv.Atoi(fields[3])
+		if err1 != nil || err2 != nil || n < 1 || pc < 0 || len(fields) != 4+pc+2+n {
+			return bad("synset and pointer counts do not match the fields")
+		}
+		lemma := strings.ToLower(fields[0])
+		if strings.ContainsAny(lemma, "_-") {
+			return nil
+		}
+		for _, off := range fields[len(fields)-n:][:min(n, senses)] {
+			add(lemma, wordNetKey(fields[1], off))
+		}
+		return nil
+	})
+}
+
+// scanWordNet calls each with the fields of every entry of a WordNet
+// data or index file: the licence header (lines starting with two
+// spaces) and blank lines skipped, a data line's gloss (after "|") cut
+// off. bad makes an error naming the file and line.
+func scanWordNet(path string, each func(fields []string, bad func(string) error) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -138,22 +162,10 @@ func readWordNetIndex(path string, senses int, add func(lemma, key string)) erro
 		if strings.HasPrefix(text, "  ") || strings.TrimSpace(text) == "" {
 			continue
 		}
-		fields := strings.Fields(text)
+		text, _, _ = strings.Cut(text, "|")
 		bad := func(what string) error { return fmt.Errorf("%s:%d: %s", path, line, what) }
-		if len(fields) < 6 {
-			return bad("too few fields for an index entry")
-		}
-		n, err1 := strconv.Atoi(fields[2])
-		pc, err2 := strconv.Atoi(fields[3])
-		if err1 != nil || err2 != nil || n < 1 || pc < 0 || len(fields) != 4+pc+2+n {
-			return bad("synset and pointer counts do not match the fields")
-		}
-		lemma := strings.ToLower(fields[0])
-		if strings.ContainsAny(lemma, "_-") {
-			continue
-		}
-		for _, off := range fields[len(fields)-n:][:min(n, senses)] {
-			add(lemma, wordNetKey(fields[1], off))
+		if err := each(strings.Fields(text), bad); err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -183,23 +195,7 @@ func wordNetKey(pos, offset string) string {
 
 // read parses one WordNet data file (the format of wndb(5)).
 func (db *wordNet) read(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if strings.HasPrefix(text, "  ") || strings.TrimSpace(text) == "" {
-			continue // the licence header
-		}
-		text, _, _ = strings.Cut(text, "|") // the gloss
-		fields := strings.Fields(text)
-		bad := func(what string) error { return fmt.Errorf("%s:%d: %s", path, line, what) }
+	return scanWordNet(path, func(fields []string, bad func(string) error) error {
 		if len(fields) < 6 {
 			return bad("too few fields for a synset")
 		}
@@ -233,13 +229,9 @@ func (db *wordNet) read(path string) error {
 				s.ptrs = append(s.ptrs, wordNetKey(fields[p+3+4*j], fields[p+2+4*j]))
 			}
 		}
-		key := wordNetKey(fields[2], fields[0])
-		db.synsets[key] = s
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+		db.synsets[wordNetKey(fields[2], fields[0])] = s
+		return nil
+	})
 }
 
 // Expander turns the lexicon into an Expander over stemmed terms (what
