@@ -214,10 +214,10 @@ func (f *flakyEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	return f.Embedder.Embed(ctx, texts)
 }
 
-// TestIntegrationConformance runs the suite against a real Neo4j 5 when
-// NEO4J_URI (and NEO4J_USER/NEO4J_PASSWORD) is set. No Neo4j can run in
-// this project's CI, so BICHAT_REQUIRE_INTEGRATION does not force it.
-func TestIntegrationConformance(t *testing.T) {
+// realNeo4j connects to the Neo4j 5 at NEO4J_URI (NEO4J_USER,
+// NEO4J_PASSWORD), closed when t ends, or skips t when it is not set.
+func realNeo4j(t *testing.T) driver.DriverWithContext {
+	t.Helper()
 	uri := os.Getenv("NEO4J_URI")
 	if uri == "" {
 		t.Skip("NEO4J_URI not set; skipping the Neo4j integration test")
@@ -226,11 +226,18 @@ func TestIntegrationConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	defer d.Close(ctx)
-	if err := d.VerifyConnectivity(ctx); err != nil {
+	t.Cleanup(func() { d.Close(context.Background()) })
+	if err := d.VerifyConnectivity(t.Context()); err != nil {
 		t.Fatalf("connect to %s: %v", uri, err)
 	}
+	return d
+}
+
+// TestIntegrationConformance runs the suite against a real Neo4j 5 when
+// NEO4J_URI (and NEO4J_USER/NEO4J_PASSWORD) is set. No Neo4j can run in
+// this project's CI, so BICHAT_REQUIRE_INTEGRATION does not force it.
+func TestIntegrationConformance(t *testing.T) {
+	d := realNeo4j(t)
 	kbtest.RunCatalogTests(t, func(t *testing.T) kb.Catalog {
 		c := New(FromDriver(d, os.Getenv("NEO4J_DATABASE")), Options{Embedder: kb.NewHashEmbedder(kb.HashEmbedderOptions{})})
 		// The suite's scopes are fixed: start each test from an empty
@@ -262,19 +269,8 @@ func wipe(t *testing.T, c *Catalog) {
 // Neo4j 5 when NEO4J_URI is set: each case in a tenant of its own,
 // removed afterwards.
 func TestIntegrationFeatures(t *testing.T) {
-	uri := os.Getenv("NEO4J_URI")
-	if uri == "" {
-		t.Skip("NEO4J_URI not set; skipping the Neo4j integration test")
-	}
-	d, err := driver.NewDriverWithContext(uri, driver.BasicAuth(os.Getenv("NEO4J_USER"), os.Getenv("NEO4J_PASSWORD"), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := realNeo4j(t)
 	ctx := context.Background()
-	defer d.Close(ctx)
-	if err := d.VerifyConnectivity(ctx); err != nil {
-		t.Fatalf("connect to %s: %v", uri, err)
-	}
 	run := time.Now().UnixNano()
 	runFeatureTests(t, func(t *testing.T, opts Options) (*Catalog, kb.Scope) {
 		c := New(FromDriver(d, os.Getenv("NEO4J_DATABASE")), opts)
