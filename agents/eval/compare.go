@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,28 +199,12 @@ func norm(x any) value {
 			return value{kind: kNum, num: 1}
 		}
 		return value{kind: kNum, num: 0}
-	case int64:
-		return value{kind: kNum, num: float64(v)}
-	case int:
-		return value{kind: kNum, num: float64(v)}
-	case int32:
-		return value{kind: kNum, num: float64(v)}
-	case int16:
-		return value{kind: kNum, num: float64(v)}
-	case int8:
-		return value{kind: kNum, num: float64(v)}
-	case uint64:
-		return value{kind: kNum, num: float64(v)}
-	case uint32:
-		return value{kind: kNum, num: float64(v)}
-	case uint16:
-		return value{kind: kNum, num: float64(v)}
-	case uint8:
-		return value{kind: kNum, num: float64(v)}
-	case float64:
-		return value{kind: kNum, num: v}
-	case float32:
-		return value{kind: kNum, num: float64(v)}
+	case int, int8, int16, int32, int64:
+		return value{kind: kNum, num: float64(reflect.ValueOf(v).Int())}
+	case uint, uint8, uint16, uint32, uint64:
+		return value{kind: kNum, num: float64(reflect.ValueOf(v).Uint())}
+	case float32, float64:
+		return value{kind: kNum, num: reflect.ValueOf(v).Float()}
 	case time.Time:
 		return value{kind: kText, str: v.UTC().Format(time.RFC3339Nano)}
 	case []byte:
